@@ -1,0 +1,144 @@
+"""Common part of the block formats: argument handling, stored form and the ONNX function.
+
+A block format lowers to one node calling a model-local ONNX function in the ``ryzen_nb`` domain,
+e.g. ``ryzen_nb:BFP16QuantizeDequantize(x, axis=1)``: one readable node per quantizer in a graph
+viewer, inlined by onnxruntime at load time (no custom-op library). The function reads shapes at
+run time, so one definition serves every tensor of a model.
+
+Inside, an ``If`` picks one of two bodies that give identical results where both apply:
+
+* the *fast* body assumes every value is finite and below 2**64 — true of real activations — and
+  uses only arithmetic (exact powers of two by ``ufp``, no ``Where``: onnxruntime's ``Where`` costs
+  about ten ``Mul``);
+* the *exact* body handles anything (Inf, NaN, values up to the float32 maximum) with masks.
+
+The test is one reduction: ``sum(x**2)`` is finite exactly when no value is Inf/NaN and none is
+huge.
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from typing import Any
+
+import numpy as np
+from onnx import AttributeProto, TensorProto, helper
+
+from ryzen_nb.errors import FormatError
+from ryzen_nb.formats._blocks import BlockView, Layout, block_stats_to_tensor, to_blocks
+from ryzen_nb.formats.base import NumericFormat, QuantizedTensor
+from ryzen_nb.formats.rounding import Rounding
+from ryzen_nb.graph.builder import GraphBuilder
+
+__all__ = ["BlockFormat"]
+
+
+class BlockFormat(NumericFormat):
+    """Base of BFP16, MX4/MX6/MX9 and the OCP MX formats."""
+
+    block_size: int
+    sub_block_size: int | None = None
+
+    # -- subclass hooks on the [pre, nblocks, nsub, sub, post] view ------------------------------
+    @abstractmethod
+    def _encode_blocks(self, xb: np.ndarray, rounding: Rounding) -> dict[str, np.ndarray]:
+        """Quantize blocks: return ``values`` (float32) and the stored parts (``codes``,
+        ``shared`` per block, optionally ``micro`` per sub-block)."""
+
+    @abstractmethod
+    def _decode_blocks(self, codes: np.ndarray, shared: np.ndarray, micro: np.ndarray | None) -> np.ndarray: ...
+
+    @abstractmethod
+    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, fast: bool) -> str:
+        """Nodes computing the quantize-dequantized ``view.blocks``. Per-block values must pass
+        through ``view.expand(b, ...)`` before meeting the full tensor. ``fast``: every value is
+        finite and below 2**64, so no masks are needed."""
+
+    # -- numerics -------------------------------------------------------------------------------
+    def _quantize_dequantize(self, x: np.ndarray, *, axis: int, rounding: Rounding) -> np.ndarray:
+        xb, restore = to_blocks(x, axis, self.block_size, self.sub_block_size)
+        return restore(self._encode_blocks(xb, rounding)["values"])
+
+    def _quantize(self, x: np.ndarray, *, axis: int, rounding: Rounding) -> QuantizedTensor:
+        if not np.all(np.isfinite(x)):
+            raise FormatError(
+                f"x holds Inf or NaN, which the stored form of {self.name} cannot represent; "
+                "quantize_dequantize() shows how the format treats them."
+            )
+        xb, restore = to_blocks(x, axis, self.block_size, self.sub_block_size)
+        parts = self._encode_blocks(xb, rounding)
+        return QuantizedTensor(
+            format=self.name,
+            codes=restore(parts["codes"]),
+            axis=axis,
+            shared_exponents=block_stats_to_tensor(parts["shared"], x.shape, axis).astype(np.uint8),
+            micro_exponents=(
+                block_stats_to_tensor(parts["micro"], x.shape, axis).astype(np.uint8) if "micro" in parts else None
+            ),
+            options=self.options(),
+        )
+
+    def _dequantize(self, q: QuantizedTensor) -> np.ndarray:
+        axis = q.axis or 0
+        cb, restore = to_blocks(q.codes, axis, self.block_size, self.sub_block_size)
+        pre, nblocks, nsub, _, post = cb.shape
+        shared = q.shared_exponents.reshape(pre, nblocks, 1, 1, post).astype(np.int32)
+        micro = None
+        if q.micro_exponents is not None:
+            micro = q.micro_exponents.reshape(pre, nblocks, nsub, 1, post).astype(np.int32)
+        return restore(self._decode_blocks(cb, shared, micro))
+
+    # -- ONNX ---------------------------------------------------------------------------------------
+    def function_name(self, rounding: Rounding, layout: Layout) -> str:
+        name = f"{self.name}QuantizeDequantize"
+        if rounding is not self.info.default_rounding:
+            name += f"_{rounding.value}"
+        for key, value in self.options().items():
+            if value != type(self).__dataclass_fields__[key].default:  # type: ignore[attr-defined]
+                name += f"_{value}"
+        return name + layout.suffix
+
+    def onnx_function(self, rounding: Rounding | None = None, layout: Layout | None = None) -> Any:
+        """The ONNX FunctionProto implementing this format for one layout.
+
+        Attributes of a call: ``axis`` (int) and, for static layouts, ``shape`` (ints).
+        """
+        rounding = rounding or self.info.default_rounding
+        layout = layout or Layout(inner=False, static=False, padded=True)
+        fb = GraphBuilder()
+        axis = fb.op("Unsqueeze", _attribute_constant(fb, "axis", "value_int"), fb.const(np.array([0], np.int64)))
+        shape = _attribute_constant(fb, "shape", "value_ints") if layout.static else None
+        view = BlockView(fb, "x", axis, self.block_size, self.sub_block_size, layout, shape)
+        # Route to the fast body when sum(x**2) is finite: no Inf/NaN and every |x| < 2**64.
+        # Squares are summed per block first: a full reduction to a scalar runs on one thread.
+        per_block = fb.op("ReduceSumSquare", view.blocks, fb.const(np.array([2, 3], np.int64)), keepdims=0)
+        fast_ok = fb.op("Less", fb.op("ReduceSum", per_block, keepdims=0), fb.const(np.float32(np.finfo(np.float32).max)))
+        branches = {}
+        for label, fast in (("fast", True), ("exact", False)):
+            sub = GraphBuilder(prefix=label, scalar_rank=view.rank)
+            out = self._lower_blocks(sub, view, rounding, fast)
+            branches[label] = helper.make_graph(
+                sub.nodes, label, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)]
+            )
+        y_blocks = fb.op("If", fast_ok, then_branch=branches["fast"], else_branch=branches["exact"])
+        fb.op("Identity", view.restore(y_blocks), outputs=["y"])
+        doc = f"{self.info.description}. Quantize-dequantize along attribute 'axis' (ryzen-nb, rounding {rounding.value})."
+        attributes = ["axis", "shape"] if layout.static else ["axis"]
+        return fb.to_function(self.function_name(rounding, layout), ["x"], ["y"], attributes=attributes, doc=doc)
+
+    def _lower(self, b: GraphBuilder, x: str, *, rank: int, shape: Any, axis: int, rounding: Rounding) -> str:
+        layout = Layout.choose(shape, rank, axis, self.block_size)
+        attrs: dict[str, Any] = {"axis": axis}
+        if layout.static:
+            attrs["shape"] = [int(d) for d in shape]
+        return b.call(self.onnx_function(rounding, layout), x, **attrs)
+
+
+def _attribute_constant(b: GraphBuilder, attribute: str, field: str) -> str:
+    """A Constant node whose value is the calling node's attribute (an ONNX attribute reference)."""
+    out = b.fresh(attribute)
+    node = helper.make_node("Constant", [], [out], name=out + "_node")
+    kind = AttributeProto.INT if field == "value_int" else AttributeProto.INTS
+    node.attribute.append(AttributeProto(name=field, ref_attr_name=attribute, type=kind))
+    b.nodes.append(node)
+    return out

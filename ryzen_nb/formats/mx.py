@@ -1,0 +1,94 @@
+"""OCP Microscaling (MX v1.0) formats: MXINT8, MXFP8 E4M3/E5M2, MXFP6 E3M2/E2M3, MXFP4 E2M1 (NPU_SPEC §4.6).
+
+Blocks of 32 share an E8M0 scale ``X = 2**(floor(log2 max|V|) - emax_elem)`` (exponent clamped
+to [-127, 127]); each element is ``quantize(V / X)`` in the element type, saturating, rounded to
+nearest with ties to even by default (OCP spec, Quark's presets); ties away from zero
+(microxcaling's "nearest", Quark's op default) and half-up are selectable. An all-zero block gets
+the smallest scale and stays zero; a block holding Inf or NaN becomes all NaN (scale 0xFF).
+MXINT8 elements are two's-complement ``k / 64`` with k in [-128, 127] (OCP spec and Quark;
+microxcaling uses a symmetric ±127 instead).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ryzen_nb.formats._blocks import BlockView, axes, exp2, floor_log2, nonfinite_blocks, onnx_floor_log2, onnx_pow2floor
+from ryzen_nb.formats.base import FormatInfo, ScaleKind, pow2
+from ryzen_nb.formats.block import BlockFormat
+from ryzen_nb.formats.elements import E2M1, E2M3, E3M2, E4M3, E5M2, INT8_MX, FloatElement, IntElement
+from ryzen_nb.formats.rounding import Rounding
+from ryzen_nb.graph.builder import GraphBuilder
+
+__all__ = ["MXFormat", "MX_FORMATS"]
+
+
+@dataclass(frozen=True)
+class MXFormat(BlockFormat):
+    label: str = "MXFP8E4M3"
+    element: FloatElement | IntElement = E4M3
+    block_size: int = 32
+
+    @property
+    def info(self) -> FormatInfo:
+        e = self.element
+        return FormatInfo(
+            name=self.label,
+            family="mx",
+            description=f"OCP MX: 32 elements of {e.name} share an E8M0 power-of-two scale",
+            bits_per_element=e.bits + 8 / self.block_size,
+            element_bits=e.bits,
+            scale_kind=ScaleKind.SHARED_EXPONENT,
+            power_of_two_scale=True,
+            block_size=self.block_size,
+            axis_role="block",
+            roundings=tuple(Rounding),
+            default_rounding=Rounding.HALF_EVEN,
+            lowering=f"ONNX function ryzen_nb:{self.label}QuantizeDequantize",
+            spec="NPU_SPEC §4.6",
+        )
+
+    def _encode_blocks(self, xb, rounding):
+        bad_block = ~np.all(np.isfinite(xb), axis=(2, 3), keepdims=True)
+        a = np.where(np.isfinite(xb), np.abs(xb), np.float32(0))
+        shared = np.clip(floor_log2(a.max(axis=(2, 3), keepdims=True)) - self.element.emax, -127, 127)
+        scale = pow2(shared)
+        elements = self.element.round((np.where(np.isfinite(xb), xb, np.float32(0)) / scale).astype(np.float32), rounding)
+        values = np.where(bad_block, np.float32(np.nan), (elements * scale).astype(np.float32))
+        return {
+            "values": values,
+            "codes": self.element.encode(elements),
+            "shared": np.where(bad_block, 128, shared) + 127,
+        }
+
+    def _decode_blocks(self, codes, shared, micro):
+        e = self.element
+        elements = codes.astype(np.float32) / (2**e.frac_bits if isinstance(e, IntElement) else 1)
+        values = elements * pow2(np.minimum(shared, 254) - 127)
+        return np.where(shared == 255, np.float32(np.nan), values).astype(np.float32)
+
+    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, fast: bool) -> str:
+        f32 = lambda v: b.const(np.float32(v))  # noqa: E731
+        xb = view.blocks
+        amax = b.op("ReduceMax", b.op("Abs", xb), axes(b, 2, 3), keepdims=1)
+        if fast:
+            p = onnx_pow2floor(b, amax)
+            scale = view.expand(b, b.op("Max", b.op("Mul", p, f32(2.0 ** -self.element.emax)), f32(2.0**-127)))
+            return b.op("Mul", self.element.lower_round(b, b.op("Div", xb, scale), rounding), scale)
+        bad_block = nonfinite_blocks(b, xb)
+        shared = b.clip(b.op("Sub", onnx_floor_log2(b, amax), f32(self.element.emax)), -127, 127)
+        scale = view.expand(b, exp2(b, shared))
+        elements = self.element.lower_round(b, b.op("Div", xb, scale), rounding)
+        return b.op("Where", bad_block, f32(np.nan), b.op("Mul", elements, scale))
+
+
+MX_FORMATS = [
+    MXFormat("MXINT8", INT8_MX),
+    MXFormat("MXFP8E4M3", E4M3),
+    MXFormat("MXFP8E5M2", E5M2),
+    MXFormat("MXFP6E3M2", E3M2),
+    MXFormat("MXFP6E2M3", E2M3),
+    MXFormat("MXFP4E2M1", E2M1),
+]
