@@ -15,6 +15,10 @@ from collections.abc import Iterable
 __all__ = [
     "RyzenNBError",
     "FormatError",
+    "ModelError",
+    "ModelNotFoundError",
+    "CalibrationDataError",
+    "ConfigError",
     "UnknownNameError",
     "closest_first",
 ]
@@ -26,6 +30,22 @@ class RyzenNBError(Exception):
 
 class FormatError(RyzenNBError, ValueError):
     """A numeric-format argument is invalid (scale, zero point, axis, rounding, input dtype...)."""
+
+
+class ModelError(RyzenNBError, ValueError):
+    """The model cannot be used as given (invalid ONNX, dynamic shapes left, unsupported opset...)."""
+
+
+class ModelNotFoundError(RyzenNBError, FileNotFoundError):
+    """A model path does not exist."""
+
+
+class CalibrationDataError(RyzenNBError, ValueError):
+    """Calibration data does not fit the model (names, shapes, dtypes, NaN/Inf, empty)."""
+
+
+class ConfigError(RyzenNBError, ValueError):
+    """A quantization configuration is inconsistent or names something that does not exist."""
 
 
 class UnknownNameError(RyzenNBError, ValueError):

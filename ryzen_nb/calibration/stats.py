@@ -1,0 +1,84 @@
+"""Streaming statistics of activation tensors, with memory that does not grow with the data.
+
+Per tensor: running min/max (optionally moving averages, as onnxruntime and Quark's
+``CalibMovingAverage``) and a histogram over a symmetric range ``[-T, T]`` with a fixed number of
+bins. When a sample exceeds the range, ``T`` doubles and neighbouring bins merge, so a tensor costs
+``num_bins`` counters (16 KiB at the default 2048) however many samples are read and however the
+range grows. (onnxruntime's collectors add bins instead, without bound, and its calibrators keep
+every intermediate output of every sample before computing histograms.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+__all__ = ["TensorStats", "DEFAULT_NUM_BINS"]
+
+DEFAULT_NUM_BINS = 2048
+_TINY = float(np.finfo(np.float32).tiny)
+
+
+@dataclass
+class TensorStats:
+    """Statistics of one tensor accumulated sample by sample."""
+
+    histogram: bool = True
+    num_bins: int = DEFAULT_NUM_BINS
+    moving_average: float | None = None  #: averaging constant (e.g. 0.01), or None for global min/max
+    count: int = 0  #: samples seen
+    elements: int = 0
+    min: float = np.inf
+    max: float = -np.inf
+    threshold: float = 0.0  #: the histogram covers [-threshold, threshold]
+    hist: np.ndarray | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.num_bins % 4:
+            raise ValueError("num_bins must be a multiple of 4 (bins merge in pairs around zero)")
+
+    def update(self, x: np.ndarray) -> None:
+        flat = np.asarray(x, dtype=np.float32).reshape(-1)
+        if flat.size == 0:
+            return
+        lo, hi = float(flat.min()), float(flat.max())
+        if self.moving_average is not None and self.count:
+            c = self.moving_average
+            self.min += c * (lo - self.min)
+            self.max += c * (hi - self.max)
+        else:
+            self.min, self.max = min(self.min, lo), max(self.max, hi)
+        self.count += 1
+        self.elements += flat.size
+        if self.histogram:
+            self._add_to_histogram(flat, max(abs(lo), abs(hi)))
+
+    def _add_to_histogram(self, flat: np.ndarray, amax: float) -> None:
+        if self.hist is None:
+            self.hist = np.zeros(self.num_bins, dtype=np.int64)
+            self.threshold = max(amax, _TINY)
+        while amax > self.threshold:
+            # double the range: the old bins become the middle half, merged in pairs
+            merged = self.hist.reshape(-1, 2).sum(axis=1)
+            quarter = self.num_bins // 4
+            self.hist = np.zeros_like(self.hist)
+            self.hist[quarter : quarter + merged.size] = merged
+            self.threshold *= 2.0
+        counts, _ = np.histogram(flat, bins=self.num_bins, range=(-self.threshold, self.threshold))
+        self.hist += counts
+
+    @property
+    def edges(self) -> np.ndarray:
+        return np.linspace(-self.threshold, self.threshold, self.num_bins + 1, dtype=np.float64)
+
+    @property
+    def centers(self) -> np.ndarray:
+        e = self.edges
+        return (e[:-1] + e[1:]) / 2
+
+    def abs_histogram(self) -> tuple[np.ndarray, np.ndarray]:
+        """Counts of |x| over [0, threshold] (the signed histogram folded at zero) and its edges."""
+        half = self.num_bins // 2
+        folded = self.hist[half:] + self.hist[:half][::-1]
+        return folded, np.linspace(0.0, self.threshold, half + 1)

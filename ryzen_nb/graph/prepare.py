@@ -1,0 +1,358 @@
+"""Model preparation: everything the quantizer needs to be true of a graph before it starts.
+
+``prepare()`` returns a :class:`PreparedModel`: a checked copy at opset 21 with inferred shapes,
+BatchNormalization folded into the Conv/ConvTranspose/Gemm before it, constants folded (by
+onnxruntime's basic, standard-ops-only optimizer), weights held in Constant nodes turned into
+initializers, and static input shapes. Each step done is listed in ``PreparedModel.steps``.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import helper, numpy_helper, shape_inference, version_converter
+
+from ryzen_nb.errors import ModelError
+from ryzen_nb.graph.builder import IR_VERSION, OPSET
+from ryzen_nb.graph.io import ModelLike, load_model
+
+__all__ = ["InputSpec", "PreparedModel", "prepare", "input_specs", "ort_session"]
+
+log = logging.getLogger(__name__)
+
+#: Ryzen AI recommends exporting at opset 17; older graphs are converted up to it first
+MIN_INPUT_OPSET = 17
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """A model input: name, shape (ints, or str/None for dynamic dimensions) and numpy dtype."""
+
+    name: str
+    shape: tuple[int | str | None, ...]
+    dtype: np.dtype
+
+    @property
+    def is_static(self) -> bool:
+        return all(isinstance(d, int) and d >= 0 for d in self.shape)
+
+    def describe(self) -> str:
+        dims = ", ".join(str(d) if d is not None else "?" for d in self.shape)
+        return f"{self.name}: {self.dtype} [{dims}]"
+
+
+@dataclass
+class PreparedModel:
+    model: onnx.ModelProto
+    inputs: list[InputSpec]
+    steps: list[str] = field(default_factory=list)
+    source_opset: int = 0
+
+    def session(self) -> ort.InferenceSession:
+        return ort_session(self.model)
+
+    @property
+    def input_names(self) -> list[str]:
+        return [i.name for i in self.inputs]
+
+
+def ort_session(model: onnx.ModelProto, **options: Any) -> ort.InferenceSession:
+    """An onnxruntime CPU session, quiet, for a model held in memory (external data inlined)."""
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    for key, value in options.items():
+        setattr(so, key, value)
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def _tensor_dtype(elem_type: int) -> np.dtype:
+    return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+
+
+def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
+    """The real inputs of a graph (initializers listed as inputs by old exporters are skipped)."""
+    initializers = {i.name for i in model.graph.initializer}
+    specs = []
+    for vi in model.graph.input:
+        if vi.name in initializers:
+            continue
+        t = vi.type.tensor_type
+        dims: list[int | str | None] = []
+        for d in t.shape.dim:
+            if d.HasField("dim_value"):
+                dims.append(int(d.dim_value))
+            else:
+                dims.append(d.dim_param or None)
+        specs.append(InputSpec(vi.name, tuple(dims), _tensor_dtype(t.elem_type)))
+    return specs
+
+
+def _default_opset(model: onnx.ModelProto) -> int:
+    for o in model.opset_import:
+        if o.domain in ("", "ai.onnx"):
+            return int(o.version)
+    return 0
+
+
+def prepare(
+    model: ModelLike,
+    *,
+    input_shapes: Mapping[str, Sequence[int]] | None = None,
+    sample: Mapping[str, np.ndarray] | None = None,
+    optimize: bool = True,
+) -> PreparedModel:
+    """Check, upgrade, fold and make static a copy of ``model``.
+
+    ``input_shapes`` fixes dynamic input dimensions (``{"input": [1, 3, 224, 224]}``); without it
+    the shapes of ``sample`` (e.g. the first calibration feed) are used. Any dimension still
+    dynamic after that is an error naming it. ``optimize=False`` skips constant folding.
+    """
+    m = load_model(model)
+    steps: list[str] = []
+    _check(_infer_shapes(m))
+
+    source_opset = _default_opset(m)
+    if source_opset < OPSET:
+        try:
+            m = version_converter.convert_version(m, OPSET)
+        except Exception as exc:
+            raise ModelError(
+                f"Could not convert the model from opset {source_opset} to {OPSET} ({exc}). "
+                f"Re-export it with opset >= {MIN_INPUT_OPSET} (torch.onnx.export(..., opset_version=17))."
+            ) from exc
+        steps.append(f"converted opset {source_opset} -> {OPSET}")
+    m.ir_version = IR_VERSION
+
+    constants = _constants_to_initializers(m)
+    if constants:
+        steps.append(f"turned {constants} Constant node(s) into initializers")
+
+    m, fixed = _make_inputs_static(m, input_shapes, sample)
+    if fixed:
+        steps.append("made inputs static: " + "; ".join(fixed))
+
+    m = _infer_shapes(m)
+    folded = fold_batch_norms(m)
+    if folded:
+        steps.append(f"folded {folded} BatchNormalization node(s) into Conv/ConvTranspose/Gemm")
+    if optimize:
+        before = len(m.graph.node)
+        m = _fold_constants(m)
+        if len(m.graph.node) != before:
+            steps.append(f"folded constants: {before} -> {len(m.graph.node)} nodes")
+    m = _infer_shapes(m)
+    try:
+        ort_session(m)
+    except Exception as exc:
+        raise ModelError(f"onnxruntime cannot load the prepared model: {exc}") from exc
+    for step in steps:
+        log.debug("prepare: %s", step)
+    return PreparedModel(model=m, inputs=input_specs(m), steps=steps, source_opset=source_opset)
+
+
+# -- steps ---------------------------------------------------------------------------------------------
+def _check(m: onnx.ModelProto) -> None:
+    try:
+        onnx.checker.check_model(m)
+    except onnx.checker.ValidationError as exc:
+        message = str(exc).strip()
+        # Exporters often leave graph outputs without a shape; onnxruntime accepts that, and the
+        # final onnxruntime load below still catches anything it cannot run.
+        if "Field 'shape' of 'type' is required" in message:
+            log.debug("ignoring checker complaint: %s", message)
+            return
+        raise ModelError(f"The model is not valid ONNX: {message}") from exc
+
+def _constants_to_initializers(m: onnx.ModelProto) -> int:
+    """Constant nodes holding tensors become initializers (exporters often emit weights so)."""
+    kept, count = [], 0
+    for node in m.graph.node:
+        if node.op_type == "Constant" and node.domain in ("", "ai.onnx") and len(node.attribute) == 1:
+            attr = node.attribute[0]
+            if attr.name == "value" and attr.type == onnx.AttributeProto.TENSOR:
+                tensor = onnx.TensorProto()
+                tensor.CopyFrom(attr.t)
+                tensor.name = node.output[0]
+                m.graph.initializer.append(tensor)
+                count += 1
+                continue
+        kept.append(node)
+    if count:
+        del m.graph.node[:]
+        m.graph.node.extend(kept)
+    return count
+
+
+def _make_inputs_static(
+    m: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None, sample: Mapping[str, np.ndarray] | None
+) -> tuple[onnx.ModelProto, list[str]]:
+    specs = {s.name: s for s in input_specs(m)}
+    given: dict[str, tuple[int, ...]] = {}
+    if input_shapes:
+        unknown = [n for n in input_shapes if n not in specs]
+        if unknown:
+            raise ModelError(
+                f"input_shapes names {unknown}, which the model does not have; its inputs are {list(specs)}."
+            )
+        given.update({k: tuple(int(d) for d in v) for k, v in input_shapes.items()})
+    if sample:
+        for name, value in sample.items():
+            if name in specs and name not in given:
+                given[name] = tuple(np.shape(value))
+    fixed, problems = [], []
+    for vi in m.graph.input:
+        spec = specs.get(vi.name)
+        if spec is None:
+            continue
+        shape = given.get(vi.name)
+        if shape is not None and len(shape) != len(spec.shape):
+            raise ModelError(
+                f"Input {vi.name!r} has rank {len(spec.shape)} ({spec.describe()}), but the shape given for it "
+                f"is {list(shape)}."
+            )
+        dims = vi.type.tensor_type.shape.dim
+        for i, d in enumerate(dims):
+            if d.HasField("dim_value"):
+                if shape is not None and shape[i] != d.dim_value:
+                    raise ModelError(
+                        f"Input {vi.name!r} dimension {i} is fixed to {d.dim_value} in the model, but the data "
+                        f"or input_shapes give {shape[i]}. Feed tensors of shape "
+                        f"{[x if isinstance(x, int) else '?' for x in spec.shape]}."
+                    )
+                continue
+            label = d.dim_param or "?"
+            if shape is None:
+                problems.append(f"{vi.name!r} dimension {i} ({label})")
+                continue
+            d.Clear()
+            d.dim_value = int(shape[i])
+            fixed.append(f"{vi.name} dim {i} ({label}) = {shape[i]}")
+    if problems:
+        raise ModelError(
+            "The model has dynamic input dimensions: " + ", ".join(problems) + ". The NPU flow needs static "
+            "shapes: pass input_shapes={name: [...]} or calibration data, whose first sample fixes them."
+        )
+    if fixed:
+        # stale value_info for intermediate tensors would pin the old dynamic shapes
+        del m.graph.value_info[:]
+    return m, fixed
+
+
+def _infer_shapes(m: onnx.ModelProto) -> onnx.ModelProto:
+    try:
+        return shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+    except Exception as exc:  # shape inference is best effort; onnxruntime checks later
+        log.debug("onnx shape inference failed: %s", exc)
+        return m
+
+
+def fold_batch_norms(m: onnx.ModelProto) -> int:
+    """Fold each BatchNormalization that alone consumes a Conv/ConvTranspose/Gemm output into it.
+
+    The weight keeps its name (mixed-precision settings refer to tensors by name)."""
+    inits = {t.name: t for t in m.graph.initializer}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in m.graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    producers = {out: node for node in m.graph.node for out in node.output}
+    graph_outputs = {o.name for o in m.graph.output}
+    removed: set[int] = set()
+    count = 0
+    for bn in list(m.graph.node):
+        if bn.op_type != "BatchNormalization" or len(bn.output) != 1:
+            continue
+        prev = producers.get(bn.input[0])
+        if prev is None or prev.op_type not in ("Conv", "ConvTranspose", "Gemm") or len(consumers[bn.input[0]]) != 1:
+            continue
+        if bn.input[0] in graph_outputs or any(n not in inits for n in bn.input[1:5]) or prev.input[1] not in inits:
+            continue
+        if len(consumers.get(prev.input[1], [])) != 1:
+            continue  # a shared weight cannot be rescaled for one consumer
+        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
+        gamma, beta, mean, var = (numpy_helper.to_array(inits[n]).astype(np.float64) for n in bn.input[1:5])
+        factor = gamma / np.sqrt(var + eps)
+        w = numpy_helper.to_array(inits[prev.input[1]]).astype(np.float64)
+        if prev.op_type == "Conv":
+            w = w * factor.reshape(-1, *([1] * (w.ndim - 1)))
+        elif prev.op_type == "ConvTranspose":
+            # weight [C_in, C_out/group, k...]; output channel g*(C_out/group)+j scales column j of group g
+            group = next((a.i for a in prev.attribute if a.name == "group"), 1)
+            c_in, per_group, kernel = w.shape[0], w.shape[1], w.shape[2:]
+            grouped = w.reshape(group, c_in // group, per_group, *kernel)
+            w = (grouped * factor.reshape(group, 1, per_group, *([1] * len(kernel)))).reshape(c_in, per_group, *kernel)
+        else:  # Gemm: Y = alpha * A @ B' + beta * C, columns of Y are channels
+            trans_b = next((a.i for a in prev.attribute if a.name == "transB"), 0)
+            alpha = next((a.f for a in prev.attribute if a.name == "alpha"), 1.0)
+            if alpha != 1.0 or next((a.f for a in prev.attribute if a.name == "beta"), 1.0) != 1.0:
+                continue
+            w = w * (factor.reshape(-1, 1) if trans_b else factor.reshape(1, -1))
+        old_bias = np.zeros_like(mean)
+        if len(prev.input) > 2 and prev.input[2]:
+            if prev.input[2] not in inits or len(consumers.get(prev.input[2], [])) != 1:
+                continue
+            old_bias = numpy_helper.to_array(inits[prev.input[2]]).astype(np.float64)
+            if old_bias.shape != mean.shape:
+                continue
+        bias = (old_bias - mean) * factor + beta
+        w_tensor = numpy_helper.from_array(w.astype(np.float32), prev.input[1])
+        inits[prev.input[1]].CopyFrom(w_tensor)
+        bias_name = prev.input[2] if len(prev.input) > 2 and prev.input[2] else prev.input[1] + "_bias"
+        b_tensor = numpy_helper.from_array(bias.astype(np.float32), bias_name)
+        if bias_name in inits:
+            inits[bias_name].CopyFrom(b_tensor)
+        else:
+            m.graph.initializer.append(b_tensor)
+            inits[bias_name] = m.graph.initializer[-1]
+            while len(prev.input) < 3:
+                prev.input.append("")
+            prev.input[2] = bias_name
+        prev.output[0] = bn.output[0]
+        removed.add(id(bn))
+        count += 1
+    if count:
+        kept = [n for n in m.graph.node if id(n) not in removed]
+        del m.graph.node[:]
+        m.graph.node.extend(kept)
+        used = {i for n in m.graph.node for i in n.input}
+        kept_inits = [t for t in m.graph.initializer if t.name in used]
+        del m.graph.initializer[:]
+        m.graph.initializer.extend(kept_inits)
+        del m.graph.value_info[:]
+    return count
+
+
+def _fold_constants(m: onnx.ModelProto) -> onnx.ModelProto:
+    """onnxruntime's basic optimizations: constant folding and redundant-node removal, standard ops only."""
+    with tempfile.TemporaryDirectory(prefix="ryzen_nb_prepare_") as tmp:
+        out = Path(tmp) / "optimized.onnx"
+        try:
+            ort_session(
+                m,
+                graph_optimization_level=ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+                optimized_model_filepath=str(out),
+            )
+            optimized = onnx.load(str(out), load_external_data=True)
+        except Exception as exc:
+            log.debug("constant folding skipped: %s", exc)
+            return m
+    # onnxruntime lists every domain it knows; keep the ones the graph uses
+    used = {n.domain for n in optimized.graph.node} | {""}
+    opsets = [o for o in optimized.opset_import if o.domain in used or o.domain == "ai.onnx"]
+    del optimized.opset_import[:]
+    optimized.opset_import.extend(opsets)
+    optimized.ir_version = IR_VERSION
+    # keep the original graph name, doc and metadata
+    optimized.graph.name = m.graph.name
+    if not optimized.metadata_props and m.metadata_props:
+        optimized.metadata_props.extend(m.metadata_props)
+    return optimized
+

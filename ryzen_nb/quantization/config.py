@@ -1,0 +1,402 @@
+"""Quantization configs: Quark's shape (``Config(global_quant_config=QuantizationConfig(...))``),
+presets defined once as data, validation that names what is wrong, and round trips through
+dict/JSON and Python code.
+
+>>> from ryzen_nb import get_default_config, Config
+>>> qc = get_default_config("XINT8")
+>>> qc.calibrate_method, qc.activation_type, qc.weight_type
+('MinMSE', 'QUInt8', 'QInt8')
+>>> config = Config(global_quant_config=qc)
+>>> Config.from_json(config.to_json()) == config
+True
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+from ryzen_nb import formats
+from ryzen_nb.calibration.methods import get_method
+from ryzen_nb.errors import ConfigError, UnknownNameError
+from ryzen_nb.quantization.options import EXTRA_OPTIONS, check_extra_options
+from ryzen_nb.quantization.settings import Settings, TensorSettings
+from ryzen_nb.quantization.types import QUANT_TYPE_FORMATS
+
+__all__ = ["QuantizationConfig", "Config", "PRESETS", "Preset", "get_default_config", "preset_names", "resolve"]
+
+
+def _name(value: Any) -> str:
+    """Enum members (ours, onnxruntime's, Quark's) and strings alike, as a plain name."""
+    return str(getattr(value, "name", value))
+
+
+@dataclass
+class QuantizationConfig:
+    """Settings of one quantization run, with AMD Quark's field names.
+
+    The fields most users touch: ``calibrate_method``, ``activation_type``, ``weight_type``,
+    ``per_channel``, ``include_cle``, ``include_fast_ft``, ``nodes_to_exclude``,
+    ``op_types_to_quantize`` and ``extra_options`` (see :mod:`ryzen_nb.quantization.options`).
+    Types may be Quark/onnxruntime ``QuantType`` members, their names, or ryzen-nb format names.
+    """
+
+    calibrate_method: Any = "MinMax"
+    quant_format: Any = "QDQ"
+    activation_type: Any = "QUInt8"
+    weight_type: Any = "QInt8"
+    per_channel: bool = False
+    reduce_range: bool = False
+    op_types_to_quantize: list[str] = field(default_factory=list)
+    op_types_to_exclude: list[str] = field(default_factory=list)
+    nodes_to_quantize: list[str] = field(default_factory=list)
+    nodes_to_exclude: list[str] = field(default_factory=list)
+    include_cle: bool = False
+    include_fast_ft: bool = False
+    include_auto_mp: bool = False
+    include_sq: bool = False
+    enable_npu_cnn: bool = False
+    enable_npu_transformer: bool = False
+    optimize_model: bool = True
+    convert_fp16_to_fp32: bool = False
+    convert_nchw_to_nhwc: bool = False
+    use_external_data_format: bool = False
+    debug_mode: bool = False
+    print_summary: bool = True
+    execution_providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
+    extra_options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for f in ("calibrate_method", "quant_format", "activation_type", "weight_type"):
+            setattr(self, f, _name(getattr(self, f)))
+
+    def __setattr__(self, key: str, value: Any) -> None:
+        if key not in {f.name for f in fields(self)}:
+            raise UnknownNameError("QuantizationConfig field", key, [f.name for f in fields(self)])
+        if key in ("calibrate_method", "quant_format", "activation_type", "weight_type"):
+            value = _name(value)
+        object.__setattr__(self, key, value)
+
+    # -- round trips --------------------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        return copy.deepcopy(asdict(self))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> QuantizationConfig:
+        known = {f.name for f in fields(cls)}
+        for key in data:
+            if key not in known:
+                raise UnknownNameError("QuantizationConfig field", key, sorted(known))
+        return cls(**copy.deepcopy(data))
+
+    def to_python(self, name: str = "quant_config") -> str:
+        """Python code that builds this config (shown by the config builder)."""
+        defaults = QuantizationConfig()
+        args = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if value != getattr(defaults, f.name):
+                args.append(f"    {f.name}={_py(value)},")
+        body = "\n".join(args)
+        return f"{name} = QuantizationConfig(\n{body}\n)" if args else f"{name} = QuantizationConfig()"
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` / :class:`UnknownNameError` for anything inconsistent."""
+        resolve(self)
+
+
+def _py(value: Any) -> str:
+    if isinstance(value, str):
+        return repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_py(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_py(v) for v in value) + "]"
+    return repr(value)
+
+
+@dataclass
+class Config:
+    """Top-level config, as Quark's ``Config(global_quant_config=...)``."""
+
+    global_quant_config: QuantizationConfig = field(default_factory=QuantizationConfig)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.global_quant_config, str):
+            self.global_quant_config = get_default_config(self.global_quant_config)
+        if not isinstance(self.global_quant_config, QuantizationConfig):
+            raise ConfigError(
+                "Config(global_quant_config=...) takes a QuantizationConfig (e.g. get_default_config('XINT8')); "
+                f"got {type(self.global_quant_config).__name__}."
+            )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"global_quant_config": self.global_quant_config.to_dict()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Config:
+        if set(data) != {"global_quant_config"}:
+            raise ConfigError(f"A Config dict has the single key 'global_quant_config'; got {sorted(data)}.")
+        return cls(QuantizationConfig.from_dict(data["global_quant_config"]))
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+
+    @classmethod
+    def from_json(cls, text: str) -> Config:
+        return cls.from_dict(json.loads(text))
+
+    def to_python(self) -> str:
+        """The imports and code that rebuild this config."""
+        preset = _matching_preset(self.global_quant_config)
+        lines = ["from ryzen_nb import Config, QuantizationConfig, get_default_config", ""]
+        if preset is not None:
+            base = get_default_config(preset)
+            lines.append(f"quant_config = get_default_config({preset!r})")
+            for f in fields(QuantizationConfig):
+                value, default = getattr(self.global_quant_config, f.name), getattr(base, f.name)
+                if f.name == "extra_options":
+                    for key, v in value.items():
+                        if default.get(key, object()) != v:
+                            lines.append(f"quant_config.extra_options[{key!r}] = {_py(v)}")
+                    for key in default:
+                        if key not in value:
+                            lines.append(f"del quant_config.extra_options[{key!r}]")
+                elif value != default:
+                    lines.append(f"quant_config.{f.name} = {_py(value)}")
+        else:
+            lines.append(self.global_quant_config.to_python())
+        lines.append("config = Config(global_quant_config=quant_config)")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        return f"<pre>{escape(self.to_python())}</pre>"
+
+
+# -- presets ---------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Preset:
+    name: str
+    description: str
+    fields: dict[str, Any]
+
+
+_NPU_INT = {"enable_npu_cnn": True}
+_BFP = {"bfp_method": "to_bfp", "axis": 1, "bit_width": 16, "block_size": 8, "rounding_mode": 2}
+
+
+def _mx_prime(bits: int) -> dict[str, Any]:
+    return {"bfp_method": "to_bfp_prime", "axis": 1, "bit_width": bits, "block_size": 16, "sub_block_size": 2,
+            "sub_block_shift_bits": 1, "rounding_mode": 2}
+
+
+def _mx(element: str) -> dict[str, Any]:
+    return {"element_dtype": element, "axis": 1, "block_size": 32, "rounding_mode": 2}
+
+
+PRESETS: dict[str, Preset] = {
+    p.name: p
+    for p in (
+        Preset("XINT8", "NPU CNN default: power-of-two scales (MinMSE), uint8 activations (zero point 128), "
+               "int8 weights, per tensor",
+               {"calibrate_method": "MinMSE", "activation_type": "QUInt8", "weight_type": "QInt8", **_NPU_INT,
+                "extra_options": {"ActivationSymmetric": True}}),
+        Preset("A8W8", "int8 activations and weights, symmetric float scales (MinMax), int32 bias",
+               {"calibrate_method": "MinMax", "activation_type": "QInt8", "weight_type": "QInt8",
+                "extra_options": {"ActivationSymmetric": True, "AlignSlice": False, "FoldRelu": True,
+                                  "AlignConcat": True}}),
+        Preset("A16W8", "int16 activations, int8 weights, symmetric float scales (MinMax), int32 bias",
+               {"calibrate_method": "MinMax", "activation_type": "QInt16", "weight_type": "QInt8",
+                "extra_options": {"ActivationSymmetric": True, "AlignSlice": False, "FoldRelu": True,
+                                  "AlignConcat": True, "AlignEltwiseQuantType": True}}),
+        Preset("BF16", "bfloat16 activations and weights (what XDNA2 NPUs run FP32 models as)",
+               {"activation_type": "QBFloat16", "weight_type": "QBFloat16",
+                "extra_options": {"QuantizeAllOpTypes": True, "ForceQuantizeNoInputCheck": True}}),
+        Preset("BFP16", "AMD block floating point: 8 values share an exponent, 9 bits per value",
+               {"activation_type": "QBFP", "weight_type": "QBFP", "extra_options": {"BFPAttributes": dict(_BFP)}}),
+        Preset("MX4", "shared microexponents, 4 bits per value", {"activation_type": "QBFP", "weight_type": "QBFP",
+               "extra_options": {"BFPAttributes": _mx_prime(11)}}),
+        Preset("MX6", "shared microexponents, 6 bits per value", {"activation_type": "QBFP", "weight_type": "QBFP",
+               "extra_options": {"BFPAttributes": _mx_prime(13)}}),
+        Preset("MX9", "shared microexponents, 9 bits per value", {"activation_type": "QBFP", "weight_type": "QBFP",
+               "extra_options": {"BFPAttributes": _mx_prime(16)}}),
+        *(Preset(f"MX{n}", f"OCP MX: blocks of 32 {e} elements with an E8M0 scale",
+                 {"activation_type": "QMX", "weight_type": "QMX", "extra_options": {"MXAttributes": _mx(e)}})
+          for n, e in (("INT8", "int8"), ("FP8E4M3", "fp8_e4m3"), ("FP8E5M2", "fp8_e5m2"), ("FP6E3M2", "fp6_e3m2"),
+                       ("FP6E2M3", "fp6_e2m3"), ("FP4E2M1", "fp4_e2m1"))),
+        Preset("FP16", "float16 activations and weights", {"activation_type": "QFloat16", "weight_type": "QFloat16"}),
+        Preset("S8S8", "int8 activations (asymmetric) and weights (symmetric), Percentile 99.9999, int32 bias "
+               "(Quark S8S8_AAWS)", {"calibrate_method": "Percentile", "activation_type": "QInt8",
+                                     "weight_type": "QInt8", "extra_options": {"Percentile": 99.9999}}),
+        Preset("U8S8", "uint8 activations (asymmetric), int8 weights (symmetric), Percentile, int32 bias "
+               "(Quark U8S8_AAWS)", {"calibrate_method": "Percentile", "activation_type": "QUInt8",
+                                     "weight_type": "QInt8", "extra_options": {"Percentile": 99.999}}),
+    )
+}
+_PRESET_ALIASES = {"S8S8_AAWS": "S8S8", "U8S8_AAWS": "U8S8"}
+
+
+def preset_names() -> list[str]:
+    return list(PRESETS)
+
+
+def get_default_config(name: str) -> QuantizationConfig:
+    """A fresh, editable copy of preset ``name`` (``"XINT8"``, ``"A8W8"``, ``"BF16"``, ``"BFP16"``, ...)."""
+    key = _PRESET_ALIASES.get(str(name).upper(), str(name).upper())
+    match = next((p for p in PRESETS if p.upper() == key), None)
+    if match is None:
+        raise UnknownNameError("preset", name, PRESETS)
+    return QuantizationConfig(**copy.deepcopy(PRESETS[match].fields))
+
+
+def _matching_preset(qc: QuantizationConfig) -> str | None:
+    """The preset this config starts from (same types and method), for readable code."""
+    for name, preset in PRESETS.items():
+        base = get_default_config(name)
+        if (base.activation_type, base.weight_type, base.calibrate_method, base.enable_npu_cnn) == (
+            qc.activation_type, qc.weight_type, qc.calibrate_method, qc.enable_npu_cnn
+        ) and all(qc.extra_options.get(k) == v for k, v in base.extra_options.items() if k.endswith("Attributes")):
+            return name
+    return None
+
+
+# -- resolution --------------------------------------------------------------------------------------------
+_MX_ELEMENTS = {
+    "int8": "MXINT8", "fp8_e4m3": "MXFP8E4M3", "fp8_e5m2": "MXFP8E5M2", "fp6_e3m2": "MXFP6E3M2",
+    "fp6_e2m3": "MXFP6E2M3", "fp4_e2m1": "MXFP4E2M1",
+}
+_BFP_PRIME = {11: "MX4", 13: "MX6", 16: "MX9"}
+
+
+def _opt(extra: dict[str, Any], key: str) -> Any:
+    return extra.get(key, EXTRA_OPTIONS[key].default)
+
+
+def _format_for(type_name: str, extra: dict[str, Any]) -> tuple[str, tuple, str | None, int | None]:
+    """(format name, format options, rounding, forced block axis) for a QuantType or format name."""
+    if type_name in QUANT_TYPE_FORMATS:
+        return QUANT_TYPE_FORMATS[type_name], (), None, None
+    if type_name == "QBFP":
+        attrs = {**_BFP, **_opt(extra, "BFPAttributes")}
+        method = attrs.get("bfp_method", "to_bfp")
+        if method == "to_bfp":
+            if attrs.get("bit_width", 16) != 16 or attrs.get("block_size", 8) != 8:
+                raise ConfigError("BFPAttributes: to_bfp is supported with bit_width 16 and block_size 8 (BFP16).")
+            options = (("variant", "compiler"),) if attrs.get("use_compiler_version_cpu_kernel") else ()
+            return "BFP16", options, _rounding(attrs), attrs.get("axis")
+        if method in ("to_bfp_prime", "to_bfp_prime_shared"):
+            bits = attrs.get("bit_width", 16)
+            if bits not in _BFP_PRIME or attrs.get("block_size", 16) != 16:
+                raise ConfigError(f"BFPAttributes: to_bfp_prime needs bit_width 11, 13 or 16 and block_size 16; got {attrs}.")
+            return _BFP_PRIME[bits], (), _rounding(attrs), attrs.get("axis")
+        raise UnknownNameError("bfp_method", method, ["to_bfp", "to_bfp_prime"])
+    if type_name == "QMX":
+        attrs = _opt(extra, "MXAttributes")
+        element = attrs.get("element_dtype")
+        if element not in _MX_ELEMENTS:
+            raise UnknownNameError("MXAttributes element_dtype", element, _MX_ELEMENTS)
+        if attrs.get("block_size", 32) != 32:
+            raise ConfigError("MXAttributes: block_size must be 32 (OCP MX).")
+        return _MX_ELEMENTS[element], (), _rounding(attrs), attrs.get("axis")
+    try:
+        return formats.get(type_name).name, (), None, None
+    except UnknownNameError:
+        raise UnknownNameError("quantization type", type_name,
+                               list(QUANT_TYPE_FORMATS) + ["QBFP", "QMX"] + formats.names()) from None
+
+
+def _rounding(attrs: dict[str, Any]) -> str | None:
+    mode = attrs.get("rounding_mode")
+    return None if mode is None else {0: "half_away", 1: "half_up", 2: "half_even"}.get(int(mode), str(mode))
+
+
+def resolve(qc: QuantizationConfig | Config | str) -> Settings:
+    """What a config means for the engine; raises on anything unknown or inconsistent."""
+    if isinstance(qc, str):
+        qc = get_default_config(qc)
+    preset = _matching_preset(qc.global_quant_config if isinstance(qc, Config) else qc)
+    if isinstance(qc, Config):
+        qc = qc.global_quant_config
+    extra = qc.extra_options
+    check_extra_options(extra)
+    if _name(qc.quant_format) not in ("QDQ",):
+        raise ConfigError(
+            f"quant_format {qc.quant_format!r} is not supported: ryzen-nb writes QDQ models (what the Ryzen AI "
+            "NPU flow consumes). Use quant_format='QDQ'."
+        )
+    for flag, what in (("include_sq", "SmoothQuant"), ("convert_nchw_to_nhwc", "NCHW->NHWC conversion"),
+                       ("include_auto_mp", "automatic mixed precision"), ("include_cle", "cross-layer equalization"),
+                       ("include_fast_ft", "AdaRound/AdaQuant fine-tuning")):
+        if getattr(qc, flag):
+            raise ConfigError(f"{flag}=True ({what}) is not available in this version of ryzen-nb; set it to False.")
+    method = get_method(qc.calibrate_method)
+    power_of_two = method.power_of_two
+    npu = bool(qc.enable_npu_cnn)
+    act_fmt, act_opts, act_round, act_axis = _format_for(_name(qc.activation_type), extra)
+    w_fmt, w_opts, w_round, w_axis = _format_for(_name(qc.weight_type), extra)
+    if power_of_two and not (formats.get(act_fmt).info.family == "integer"):
+        raise ConfigError(f"{method.name} gives power-of-two integer scales; activation_type {qc.activation_type} "
+                          "is not an integer type. Use MinMax, or an integer type.")
+    if _opt(extra, "CalibMovingAverage") and power_of_two:
+        raise ConfigError("CalibMovingAverage must be False with power-of-two methods (Quark's rule).")
+    act_symmetric = bool(_opt(extra, "ActivationSymmetric"))
+    activation = TensorSettings(
+        format=act_fmt, symmetric=act_symmetric, power_of_two=power_of_two, method=method.name,
+        block_axis=act_axis, options=act_opts, rounding=act_round,
+    )
+    weight = TensorSettings(
+        format=w_fmt, symmetric=bool(_opt(extra, "WeightSymmetric")), power_of_two=power_of_two,
+        per_channel=bool(qc.per_channel) and not npu, method="MinMSE" if method.name == "MinMSE" else "MinMax",
+        block_axis=w_axis, options=w_opts, rounding=w_round,
+    )
+    if not _opt(extra, "QuantizeBias"):
+        bias = "float"
+    elif npu:
+        bias = "int32" if extra.get("Int32Bias", False) else "weight"  # NPU_SPEC §4.1.1, A10
+    else:
+        bias = "int32" if _opt(extra, "Int32Bias") else "weight"
+    if formats.get(w_fmt).info.family != "integer" or formats.get(act_fmt).info.family != "integer":
+        bias = "weight" if bias == "int32" else bias
+    tensor_formats: dict[str, str] = {}
+    for type_name, names in (_opt(extra, "MixedPrecisionTensor") or {}).items():
+        fmt_name = _format_for(_name(type_name), extra)[0]
+        if isinstance(names, str):
+            names = [names]
+        for n in names:
+            tensor_formats[n] = fmt_name
+    fold = bool(_opt(extra, "FoldRelu")) or (npu and bool(_opt(extra, "RemoveQDQConvRelu")))
+    legality = npu and power_of_two and bool(extra.get("NPULimitationCheck", extra.get("IPULimitationCheck", True)))
+    rewrites = {}
+    if npu and _opt(extra, "SimulateDPU"):
+        rewrites = {k: bool(_opt(extra, k)) for k in EXTRA_OPTIONS if k.startswith("Convert") and k.endswith("DPUVersion")
+                    or k == "ConvertSigmoidToHardSigmoid"}
+    return Settings(
+        activation=activation,
+        weight=weight,
+        bias=bias,
+        op_types=set(qc.op_types_to_quantize) or None,
+        exclude_op_types=set(qc.op_types_to_exclude),
+        exclude_nodes=set(qc.nodes_to_exclude),
+        include_nodes=set(qc.nodes_to_quantize),
+        fold_activations=fold,
+        share_data_movement=True,
+        align_slice=bool(_opt(extra, "AlignSlice")),
+        align_pad=bool(_opt(extra, "AlignPad")),
+        align_pool=bool(_opt(extra, "AlignPool")),
+        align_concat=bool(_opt(extra, "AlignConcat")),
+        npu_legality=legality,
+        dpu_rewrites=rewrites,
+        tensor_formats=tensor_formats,
+        method_options={
+            "percentile": float(_opt(extra, "Percentile")),
+            "num_quantized_bins": int(_opt(extra, "NumQuantizedBins")),
+            "legacy": bool(_opt(extra, "LegacyNonOverflow")),
+        },
+        calibration_limit=_opt(extra, "CalibDataSize"),
+        moving_average=float(_opt(extra, "CalibMovingAverageConstant")) if _opt(extra, "CalibMovingAverage") else None,
+        preset=preset,
+    )

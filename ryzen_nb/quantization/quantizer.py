@@ -1,0 +1,261 @@
+"""The quantizer's public entry points: :func:`quantize` and Quark's ``ModelQuantizer`` shape.
+
+>>> import ryzen_nb                                                        # doctest: +SKIP
+>>> summary = ryzen_nb.quantize("model.onnx", "model_xint8.onnx", "XINT8", calibration_images_folder)
+>>> summary                                                                # doctest: +SKIP
+<QuantizationSummary XINT8: 57 tensors (uint8 32, int8 25), 100 samples in 3.1 s, 97.5 MB -> 24.5 MB>
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ryzen_nb import formats
+from ryzen_nb.calibration.readers import make_reader
+from ryzen_nb.calibration.runner import collect_statistics
+from ryzen_nb.errors import ConfigError
+from ryzen_nb.graph.io import ModelLike, load_model, model_path_of, save_model
+from ryzen_nb.graph.prepare import ort_session, prepare
+from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config, resolve
+from ryzen_nb.quantization.engine import assign_parameters, emit, make_plan, metadata_for
+from ryzen_nb.quantization.settings import Settings
+
+__all__ = ["quantize", "ModelQuantizer", "QuantizationSummary"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class QuantizationSummary:
+    """What a quantization run did; ``model`` holds the quantized ONNX model."""
+
+    preset: str | None
+    output_path: Path | None
+    tensors_by_format: dict[str, int]
+    formats_by_tensor: dict[str, str]
+    calibration_samples: int
+    calibration_seconds: float
+    total_seconds: float
+    size_before: int  #: bytes of the float model's weights (serialized model size)
+    size_after: int  #: bytes of the quantized model file
+    effective_bits_before: int  #: weights at 32 bits
+    effective_bits_after: int  #: weights at their format's bits per element
+    preparation: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    model: onnx.ModelProto | None = field(default=None, repr=False)
+
+    @property
+    def compression(self) -> float:
+        return self.effective_bits_before / max(self.effective_bits_after, 1)
+
+    def __repr__(self) -> str:
+        fmts = ", ".join(f"{k} {v}" for k, v in sorted(self.tensors_by_format.items(), key=lambda kv: -kv[1]))
+        label = self.preset or "custom"
+        n = sum(self.tensors_by_format.values())
+        calib = (f", {self.calibration_samples} samples in {self.calibration_seconds:.1f} s"
+                 if self.calibration_samples else "")
+        return (f"<QuantizationSummary {label}: {n} tensors ({fmts}){calib}, weights "
+                f"{_mb(self.effective_bits_before / 8)} -> {_mb(self.effective_bits_after / 8)} "
+                f"({self.compression:.1f}x), {self.total_seconds:.1f} s>")
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "preset": self.preset,
+            "output_path": str(self.output_path) if self.output_path else None,
+            "tensors_by_format": self.tensors_by_format,
+            "calibration_samples": self.calibration_samples,
+            "calibration_seconds": round(self.calibration_seconds, 3),
+            "total_seconds": round(self.total_seconds, 3),
+            "file_bytes_before": self.size_before,
+            "file_bytes_after": self.size_after,
+            "weight_bytes_before": self.effective_bits_before // 8,
+            "weight_bytes_after": self.effective_bits_after // 8,
+            "preparation": self.preparation,
+            "notes": self.notes,
+        }
+
+    def _repr_html_(self) -> str:
+        from html import escape
+
+        rows = "".join(f"<tr><td>{escape(k)}</td><td>{v}</td></tr>" for k, v in sorted(self.tensors_by_format.items()))
+        prep = "".join(f"<li>{escape(s)}</li>" for s in self.preparation) or "<li>nothing to change</li>"
+        return (
+            f"<div><b>Quantized with {escape(self.preset or 'a custom config')}</b>"
+            + (f" &rarr; <code>{escape(str(self.output_path))}</code>" if self.output_path else "")
+            + f"<table><tr><th>format</th><th>tensors</th></tr>{rows}</table>"
+            f"<p>Calibration: {self.calibration_samples} samples, {self.calibration_seconds:.2f} s; total "
+            f"{self.total_seconds:.2f} s.<br>Weights: {_mb(self.effective_bits_before / 8)} &rarr; "
+            f"{_mb(self.effective_bits_after / 8)} ({self.compression:.1f}x); file {_mb(self.size_before)} &rarr; "
+            f"{_mb(self.size_after)}.</p><details><summary>Preparation</summary><ul>{prep}</ul></details></div>"
+        )
+
+
+def _mb(n: float) -> str:
+    return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
+
+
+def _as_settings(config: Any) -> tuple[Settings, Config]:
+    if isinstance(config, str):
+        config = Config(get_default_config(config))
+    elif isinstance(config, QuantizationConfig):
+        config = Config(config)
+    if not isinstance(config, Config):
+        raise ConfigError(
+            f"config must be a preset name (e.g. 'XINT8'), a QuantizationConfig or a Config; got {type(config).__name__}."
+        )
+    return resolve(config), config
+
+
+def _weight_bits(model: onnx.ModelProto, plan_formats: dict[str, str] | None) -> int:
+    total = 0
+    for init in model.graph.initializer:
+        if init.data_type != onnx.TensorProto.FLOAT:
+            continue
+        n = int(np.prod(init.dims, dtype=np.int64)) if init.dims else 1
+        bits = 32.0
+        if plan_formats and init.name in plan_formats:
+            bits = formats.get(plan_formats[init.name]).info.bits_per_element
+        total += int(n * bits)
+    return total
+
+
+def quantize(
+    model: ModelLike,
+    output_path: str | Path | None,
+    config: Any = "XINT8",
+    calibration_data: Any = None,
+    *,
+    input_shapes: dict[str, Any] | None = None,
+    limit: int | None = None,
+    progress: bool = True,
+) -> QuantizationSummary:
+    """Quantize ``model`` with ``config`` (a preset name, QuantizationConfig or Config) and write it
+    to ``output_path`` (atomically; ``None`` keeps it in memory: ``summary.model``).
+
+    ``calibration_data`` is anything :func:`ryzen_nb.calibration.make_reader` accepts (array, list
+    of feeds, folder, reader, iterable); integer formats need it, bf16/BFP/MX formats do not.
+    ``limit`` caps the calibration samples. Returns a :class:`QuantizationSummary`.
+    """
+    start = time.perf_counter()
+    settings, full_config = _as_settings(config)
+    source = model_path_of(model)
+    if output_path is not None and source is not None:
+        from ryzen_nb.graph.io import same_file
+
+        if Path(output_path).expanduser().resolve() == source.expanduser().resolve() or same_file(Path(output_path), source):
+            raise ConfigError(f"The output path is the input model {str(source)!r}; choose another output path.")
+    float_model = load_model(model)
+    reader = None
+    first = None
+    if calibration_data is not None:
+        from ryzen_nb.graph.prepare import input_specs
+
+        specs = input_specs(float_model)
+        reader = make_reader(
+            calibration_data,
+            input_names=[s.name for s in specs],
+            input_shapes={s.name: s.shape for s in specs},
+            limit=limit or settings.calibration_limit,
+        )
+        first = reader.get_next()
+        reader.rewind()
+    prepared = prepare(float_model, input_shapes=input_shapes, sample=first)
+    rewrite_notes: list[str] = []
+    if settings.dpu_rewrites:
+        from ryzen_nb.quantization.xint8 import apply_dpu_rewrites
+
+        rewrite_notes, keep_float, fold = apply_dpu_rewrites(prepared.model, settings.dpu_rewrites)
+        settings.keep_float |= keep_float
+        settings.fold_tensors |= fold
+    plan = make_plan(prepared.model, settings)
+    plan.notes.extend(rewrite_notes)
+    needs = {name: t for name, t in plan.tensors.items() if t.needs_calibration}
+    calibration = None
+    if needs:
+        if reader is None:
+            raise ConfigError(
+                f"This config quantizes {len(needs)} activation tensor(s) to integer formats, which needs calibration "
+                "data: pass calibration_data (an array, a folder of images or .npy files, or a reader)."
+            )
+        from ryzen_nb.calibration.methods import get_method
+
+        hist = {name: get_method(t.settings.method).needs_histogram or t.settings.power_of_two for name, t in needs.items()}
+        calibration = collect_statistics(prepared, reader, hist, moving_average=settings.moving_average, progress=progress)
+    assign_parameters(prepared.model, plan, calibration, settings)
+    if settings.npu_legality:
+        from ryzen_nb.quantization.xint8 import refine
+
+        plan.notes.extend(refine(prepared.model, plan, settings))
+    metadata = metadata_for(plan, {
+        "preset": settings.preset or "custom",
+        "config": full_config.to_dict(),
+        "calibration": {"samples": calibration.samples if calibration else 0},
+    })
+    quantized = emit(prepared.model, plan, settings, metadata)
+    quantized = _finish(quantized)
+    out_path = None
+    if output_path is not None:
+        out_path = save_model(quantized, output_path, protect=source)
+    counts = Counter(t.format for t in plan.tensors.values())
+    float_bytes = prepared.model.ByteSize()
+    summary = QuantizationSummary(
+        preset=settings.preset,
+        output_path=out_path,
+        tensors_by_format=dict(counts),
+        formats_by_tensor=plan.formats_by_tensor(),
+        calibration_samples=calibration.samples if calibration else 0,
+        calibration_seconds=calibration.seconds if calibration else 0.0,
+        total_seconds=time.perf_counter() - start,
+        size_before=float_bytes,
+        size_after=quantized.ByteSize(),
+        effective_bits_before=_weight_bits(prepared.model, None),
+        effective_bits_after=_weight_bits(prepared.model, plan.formats_by_tensor()),
+        preparation=list(prepared.steps),
+        notes=list(plan.notes),
+        model=quantized,
+    )
+    log.info("%r", summary)
+    return summary
+
+
+def _finish(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Shape inference for readers and viewers, and a load check: never write a model ORT rejects."""
+    try:
+        model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
+    except Exception as exc:  # best effort; the load check below is what matters
+        log.debug("shape inference of the quantized model failed: %s", exc)
+    try:
+        ort_session(model)
+    except Exception as exc:
+        raise ConfigError(f"internal error: the quantized model does not load in onnxruntime: {exc}") from exc
+    return model
+
+
+class ModelQuantizer:
+    """Quark's call shape: ``ModelQuantizer(config).quantize_model(input, output, reader)``."""
+
+    def __init__(self, config: Any) -> None:
+        self.settings, self.config = _as_settings(config)
+
+    def quantize_model(
+        self,
+        model_input: ModelLike,
+        model_output: str | Path | None = None,
+        calibration_data_reader: Any = None,
+        **kwargs: Any,
+    ) -> onnx.ModelProto:
+        """Quantize and write ``model_output``; returns the quantized ModelProto (the summary is
+        kept in ``self.summary``)."""
+        self.summary = quantize(model_input, model_output, self.config, calibration_data_reader, **kwargs)
+        if self.config.global_quant_config.print_summary:
+            log.info("%r", self.summary)
+        assert self.summary.model is not None
+        return self.summary.model

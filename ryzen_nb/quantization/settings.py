@@ -1,0 +1,55 @@
+"""The quantizer's resolved settings: what a Config means, in the package's own terms.
+
+``Config``/``QuantizationConfig`` speak Quark's language (QuantType enums, extra_options...);
+:func:`ryzen_nb.quantization.config.resolve` turns them into :class:`Settings`, which the engine
+reads. Keeping the two apart lets the Quark-compatible surface grow without the engine caring.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["TensorSettings", "Settings"]
+
+
+@dataclass(frozen=True)
+class TensorSettings:
+    """How one class of tensors (activations or weights) is quantized."""
+
+    format: str  #: a name from ryzen_nb.formats
+    symmetric: bool = True
+    power_of_two: bool = False
+    per_channel: bool = False
+    method: str = "MinMax"  #: calibration method (activations) / scale method (weights: MinMax or MinMSE)
+    block_axis: int | None = None  #: force the axis block formats run along (None: the reduction axis)
+    options: tuple[tuple[str, Any], ...] = ()  #: format options, e.g. (("variant", "compiler"),)
+    rounding: str | None = None  #: format rounding (None: the format's default)
+
+
+@dataclass
+class Settings:
+    activation: TensorSettings
+    weight: TensorSettings
+    #: "int32" (scale = s_input * s_weight), "weight" (the weight format, e.g. XINT8's int8 pow2),
+    #: or "float" (left unquantized)
+    bias: str = "int32"
+    op_types: set[str] | None = None  #: None: every op type the quantizer knows
+    exclude_op_types: set[str] = field(default_factory=set)
+    exclude_nodes: set[str] = field(default_factory=set)
+    include_nodes: set[str] = field(default_factory=set)  #: restrict to these nodes when non-empty
+    fold_activations: bool = False  #: no QDQ between Conv/Gemm and a following Relu/Clip/LeakyRelu
+    share_data_movement: bool = True  #: data-movement outputs (Reshape, Transpose...) reuse their input's scale
+    align_slice: bool = True  #: ... Slice too (Quark AlignSlice)
+    align_pad: bool = True  #: ... Pad too (AlignPad)
+    align_pool: bool = True  #: ... MaxPool too (AlignPool)
+    align_concat: bool = True  #: Concat inputs and output share one scale
+    keep_float: set[str] = field(default_factory=set)  #: constants never quantized (DPU correction factors)
+    fold_tensors: set[str] = field(default_factory=set)  #: tensors never quantized (inside a fused NPU op)
+    npu_legality: bool = False  #: XINT8 shift-range refinements (NPU_SPEC §4.1.4)
+    dpu_rewrites: dict[str, bool] = field(default_factory=dict)  #: NPU_SPEC §4.1.5 rewrites to apply
+    tensor_formats: dict[str, str] = field(default_factory=dict)  #: tensor name -> format (mixed precision)
+    method_options: dict[str, Any] = field(default_factory=dict)  #: percentile, num_bins, ...
+    calibration_limit: int | None = None  #: samples (Quark CalibDataSize)
+    moving_average: float | None = None
+    preset: str | None = None
