@@ -30,6 +30,7 @@ __all__ = [
     "ImageFolderReader",
     "NpyFolderReader",
     "IterableReader",
+    "RandomReader",
     "ReaderAdapter",
     "make_reader",
     "IMAGE_SUFFIXES",
@@ -209,20 +210,36 @@ class IterableReader(CalibrationReader):
 
 class NpyFolderReader(CalibrationReader):
     """Samples from a folder of ``.npy`` files (one array each, for a single-input model) and/or
-    ``.npz`` files (arrays named after the model inputs), in sorted file-name order."""
+    ``.npz`` files (arrays named after the model inputs), in sorted file-name order — or, as Quark's
+    ``calibration_data_path`` expects for multi-input models, one sub-folder of ``.npy`` files per
+    input, named after it (the n-th file of each sub-folder forms the n-th sample)."""
 
     def __init__(self, folder: str | Path, input_name: str | None = None, limit: int | None = None) -> None:
         super().__init__(limit)
         self.folder = _existing_folder(folder)
         self.files = sorted(p for p in self.folder.iterdir() if p.suffix.lower() in (".npy", ".npz"))
+        self.per_input = {
+            d.name: sorted(d.glob("*.npy")) for d in sorted(self.folder.iterdir()) if d.is_dir() and any(d.glob("*.npy"))
+        }
+        if not self.files and not self.per_input:
+            raise CalibrationDataError(
+                f"No .npy or .npz files in {str(self.folder)!r} (nor sub-folders of .npy files named after the inputs)."
+            )
         if not self.files:
-            raise CalibrationDataError(f"No .npy or .npz files in {str(self.folder)!r}.")
+            counts = {k: len(v) for k, v in self.per_input.items()}
+            if len(set(counts.values())) > 1:
+                raise CalibrationDataError(f"The per-input sub-folders hold different numbers of .npy files: {counts}.")
         self.input_name = input_name
 
     def _count(self) -> int:
-        return len(self.files)
+        return len(self.files) if self.files else len(next(iter(self.per_input.values())))
 
     def _samples(self) -> Iterator[Feed]:
+        if not self.files:
+            names = list(self.per_input)
+            for paths in zip(*self.per_input.values()):
+                yield {n: _with_batch(_as_array(np.load(p), n), self, n) for n, p in zip(names, paths)}
+            return
         for path in self.files:
             if path.suffix.lower() == ".npz":
                 with np.load(path) as archive:
@@ -365,6 +382,54 @@ class ReaderAdapter(CalibrationReader):
             return None
 
 
+def _with_batch(array: np.ndarray, reader: CalibrationReader, name: str) -> np.ndarray:
+    """Quark's PathDataReader adds a missing batch dimension; so do we when the model says so."""
+    shapes = getattr(reader, "input_shapes", None) or {}
+    shape = shapes.get(name)
+    if shape is not None and array.ndim == len(shape) - 1:
+        return array[None]
+    return array
+
+
+class RandomReader(CalibrationReader):
+    """Random samples shaped like the model inputs (Quark's ``UseRandomData``): for smoke tests
+    only — ranges calibrated on noise say little about real data. Seeded (42, as Quark)."""
+
+    def __init__(self, inputs: Sequence[Any], shapes: Mapping[str, Sequence[int]] | None = None,
+                 ranges: Mapping[str, Sequence[float]] | None = None, samples: int = 1, seed: int = 42) -> None:
+        super().__init__(None)
+        self.inputs = list(inputs)
+        self.shapes = dict(shapes or {})
+        self.ranges = dict(ranges or {})
+        self.samples = samples
+        self.seed = seed
+
+    def _count(self) -> int:
+        return self.samples
+
+    def _shape(self, spec: Any) -> list[int]:
+        if spec.name in self.shapes:
+            return [int(d) for d in self.shapes[spec.name]]
+        # dynamic dimensions as Quark fills them: batch 1, otherwise a small size
+        dims = []
+        for i, d in enumerate(spec.shape):
+            dims.append(d if isinstance(d, int) and d > 0 else (1 if i == 0 else (3 if len(spec.shape) == 4 and i == 1 else 32)))
+        return dims
+
+    def _samples(self) -> Iterator[Feed]:
+        rng = np.random.default_rng(self.seed)
+        for _ in range(self.samples):
+            feed = {}
+            for spec in self.inputs:
+                shape, dtype = self._shape(spec), np.dtype(spec.dtype)
+                lo, hi = self.ranges.get(spec.name, (0, 1))
+                if dtype.kind in "iu":
+                    feed[spec.name] = rng.integers(int(lo), int(hi) + 1, size=shape).astype(dtype)
+                else:
+                    feed[spec.name] = rng.uniform(lo, hi, size=shape).astype(dtype)
+            yield feed
+
+
 def _existing_folder(folder: str | Path) -> Path:
     path = Path(folder).expanduser()
     if not path.exists():
@@ -408,6 +473,7 @@ def make_reader(
                 reader.bind_shape(first_shape)
         else:
             reader = NpyFolderReader(folder, limit=limit, **options)
+            reader.input_shapes = dict(input_shapes or {})  # type: ignore[attr-defined]
     elif isinstance(data, (np.ndarray, Mapping)) or (
         isinstance(data, (list, tuple)) and data and isinstance(data[0], (np.ndarray, Mapping))
     ):

@@ -334,11 +334,16 @@ def _fold_constants(m: onnx.ModelProto) -> onnx.ModelProto:
     """onnxruntime's basic optimizations: constant folding and redundant-node removal, standard ops only."""
     with tempfile.TemporaryDirectory(prefix="ryzen_nb_prepare_") as tmp:
         out = Path(tmp) / "optimized.onnx"
+        so = ort.SessionOptions()
+        so.log_severity_level = 3
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+        so.optimized_model_filepath = str(out)
         try:
-            ort_session(
-                m,
-                graph_optimization_level=ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-                optimized_model_filepath=str(out),
+            ort.InferenceSession(
+                m.SerializeToString(), so, providers=["CPUExecutionProvider"],
+                # these fold neighbours into a Conv and rename its weight; users name weights in
+                # mixed-precision settings, and the NPU flow keeps such ops as they are
+                disabled_optimizers=["ConvAddFusion", "ConvMulFusion", "ConvBNFusion"],
             )
             optimized = onnx.load(str(out), load_external_data=True)
         except Exception as exc:

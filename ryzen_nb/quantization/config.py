@@ -45,28 +45,40 @@ class QuantizationConfig:
 
     calibrate_method: Any = "MinMax"
     quant_format: Any = "QDQ"
-    activation_type: Any = "QUInt8"
+    activation_type: Any = "QInt8"
     weight_type: Any = "QInt8"
+    input_nodes: list[str] = field(default_factory=list)
+    output_nodes: list[str] = field(default_factory=list)
+    op_types_to_quantize: list[str] = field(default_factory=list)
+    nodes_to_quantize: list[str] = field(default_factory=list)
+    extra_op_types_to_quantize: list[str] = field(default_factory=list)
+    nodes_to_exclude: list[str] = field(default_factory=list)
+    subgraphs_to_exclude: list[Any] = field(default_factory=list)
+    specific_tensor_precision: bool = False
+    execution_providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
     per_channel: bool = False
     reduce_range: bool = False
-    op_types_to_quantize: list[str] = field(default_factory=list)
-    op_types_to_exclude: list[str] = field(default_factory=list)
-    nodes_to_quantize: list[str] = field(default_factory=list)
-    nodes_to_exclude: list[str] = field(default_factory=list)
-    include_cle: bool = False
-    include_fast_ft: bool = False
-    include_auto_mp: bool = False
-    include_sq: bool = False
-    enable_npu_cnn: bool = False
-    enable_npu_transformer: bool = False
     optimize_model: bool = True
+    use_dynamic_quant: bool = False
+    use_external_data_format: bool = False
     convert_fp16_to_fp32: bool = False
     convert_nchw_to_nhwc: bool = False
-    use_external_data_format: bool = False
+    include_sq: bool = False
+    include_rotation: bool = False
+    #: Quark >= 0.9 defaults this to True; ryzen-nb keeps False until cross-layer equalization lands
+    include_cle: bool = False
+    include_auto_mp: bool = False
+    include_fast_ft: bool = False
+    enable_npu_cnn: bool = False
+    enable_npu_transformer: bool = False
     debug_mode: bool = False
+    crypto_mode: bool = False
     print_summary: bool = True
-    execution_providers: list[str] = field(default_factory=lambda: ["CPUExecutionProvider"])
+    ignore_warnings: bool = True
+    log_severity_level: int = 1
     extra_options: dict[str, Any] = field(default_factory=dict)
+    #: ryzen-nb extension: op types to keep in float (Quark spells this layer_type_config={None: [...]})
+    op_types_to_exclude: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         for f in ("calibrate_method", "quant_format", "activation_type", "weight_type"):
@@ -204,15 +216,16 @@ PRESETS: dict[str, Preset] = {
         Preset("XINT8", "NPU CNN default: power-of-two scales (MinMSE), uint8 activations (zero point 128), "
                "int8 weights, per tensor",
                {"calibrate_method": "MinMSE", "activation_type": "QUInt8", "weight_type": "QInt8", **_NPU_INT,
-                "extra_options": {"ActivationSymmetric": True}}),
+                "extra_options": {"ActivationSymmetric": True, "ForceQuantizeNoInputCheck": True}}),
         Preset("A8W8", "int8 activations and weights, symmetric float scales (MinMax), int32 bias",
                {"calibrate_method": "MinMax", "activation_type": "QInt8", "weight_type": "QInt8",
                 "extra_options": {"ActivationSymmetric": True, "AlignSlice": False, "FoldRelu": True,
-                                  "AlignConcat": True}}),
+                                  "AlignConcat": True, "ForceQuantizeNoInputCheck": True}}),
         Preset("A16W8", "int16 activations, int8 weights, symmetric float scales (MinMax), int32 bias",
                {"calibrate_method": "MinMax", "activation_type": "QInt16", "weight_type": "QInt8",
                 "extra_options": {"ActivationSymmetric": True, "AlignSlice": False, "FoldRelu": True,
-                                  "AlignConcat": True, "AlignEltwiseQuantType": True}}),
+                                  "AlignConcat": True, "AlignEltwiseQuantType": True,
+                                  "ForceQuantizeNoInputCheck": True}}),
         Preset("BF16", "bfloat16 activations and weights (what XDNA2 NPUs run FP32 models as)",
                {"activation_type": "QBFloat16", "weight_type": "QBFloat16",
                 "extra_options": {"QuantizeAllOpTypes": True, "ForceQuantizeNoInputCheck": True}}),
@@ -229,15 +242,40 @@ PRESETS: dict[str, Preset] = {
           for n, e in (("INT8", "int8"), ("FP8E4M3", "fp8_e4m3"), ("FP8E5M2", "fp8_e5m2"), ("FP6E3M2", "fp6_e3m2"),
                        ("FP6E2M3", "fp6_e2m3"), ("FP4E2M1", "fp4_e2m1"))),
         Preset("FP16", "float16 activations and weights", {"activation_type": "QFloat16", "weight_type": "QFloat16"}),
+        Preset("U8U8_AAWA", "uint8 activations and weights, both asymmetric, Percentile",
+               {"calibrate_method": "Percentile", "activation_type": "QUInt8", "weight_type": "QUInt8",
+                "extra_options": {"ActivationSymmetric": False, "WeightSymmetric": False, "ForceQuantizeNoInputCheck": True}}),
+        Preset("S16S8_ASWS", "int16 activations (symmetric), int8 weights (symmetric), MinMax",
+               {"activation_type": "QInt16", "weight_type": "QInt8",
+                "extra_options": {"ActivationSymmetric": True, "ForceQuantizeNoInputCheck": True}}),
+        Preset("U16S8_AAWS", "uint16 activations (asymmetric), int8 weights (symmetric), MinMax",
+               {"activation_type": "QUInt16", "weight_type": "QInt8", "extra_options": {"ForceQuantizeNoInputCheck": True}}),
+        Preset("BF16_BFP16", "bfloat16 activations, BFP16 weights",
+               {"activation_type": "QBFloat16", "weight_type": "QBFP", "extra_options": {"BFPAttributes": dict(_BFP)}}),
+        Preset("BF16_MXINT8", "bfloat16 activations, MXINT8 weights",
+               {"activation_type": "QBFloat16", "weight_type": "QMX", "extra_options": {"MXAttributes": _mx("int8")}}),
+        Preset("MX9_INT8", "MX9 activations, int8 weights (MinMax)",
+               {"activation_type": "QBFP", "weight_type": "QInt8", "extra_options": {"BFPAttributes": _mx_prime(16)}}),
+        Preset("INT8_CNN_DEFAULT", "uint8 activations, int8 weights, MinMax (float scales)",
+               {"activation_type": "QUInt8", "weight_type": "QInt8", "extra_options": {"ForceQuantizeNoInputCheck": True}}),
+        Preset("INT16_CNN_DEFAULT", "uint16 activations, int16 weights, MinMax",
+               {"activation_type": "QUInt16", "weight_type": "QInt16", "extra_options": {"ForceQuantizeNoInputCheck": True}}),
+        Preset("INT8_TRANSFORMER_DEFAULT", "int8 activations and weights, MinMax with moving averages (transformers)",
+               {"activation_type": "QInt8", "weight_type": "QInt8", "enable_npu_transformer": True,
+                "extra_options": {"CalibMovingAverage": True}}),
+        Preset("INT16_TRANSFORMER_DEFAULT", "int16 activations and weights, MinMax with moving averages (transformers)",
+               {"activation_type": "QInt16", "weight_type": "QInt16", "enable_npu_transformer": True,
+                "extra_options": {"CalibMovingAverage": True}}),
         Preset("S8S8", "int8 activations (asymmetric) and weights (symmetric), Percentile 99.9999, int32 bias "
                "(Quark S8S8_AAWS)", {"calibrate_method": "Percentile", "activation_type": "QInt8",
-                                     "weight_type": "QInt8", "extra_options": {"Percentile": 99.9999}}),
+                                     "weight_type": "QInt8",
+                                     "extra_options": {"Percentile": 99.9999, "ForceQuantizeNoInputCheck": True}}),
         Preset("U8S8", "uint8 activations (asymmetric), int8 weights (symmetric), Percentile, int32 bias "
                "(Quark U8S8_AAWS)", {"calibrate_method": "Percentile", "activation_type": "QUInt8",
-                                     "weight_type": "QInt8", "extra_options": {"Percentile": 99.999}}),
+                                     "weight_type": "QInt8", "extra_options": {"ForceQuantizeNoInputCheck": True}}),
     )
 }
-_PRESET_ALIASES = {"S8S8_AAWS": "S8S8", "U8S8_AAWS": "U8S8"}
+_PRESET_ALIASES = {"S8S8_AAWS": "S8S8", "U8S8_AAWS": "U8S8", "MXFP8E4M3FN": "MXFP8E4M3"}
 
 
 def preset_names() -> list[str]:
@@ -309,6 +347,18 @@ def _format_for(type_name: str, extra: dict[str, Any]) -> tuple[str, tuple, str 
                                list(QUANT_TYPE_FORMATS) + ["QBFP", "QMX"] + formats.names()) from None
 
 
+def _subgraph(spec: Any) -> tuple[list[str], list[str]]:
+    """``(["start", ...], ["end", ...])`` — Quark's subgraphs_to_exclude entry."""
+    try:
+        starts, ends = spec
+        return [starts] if isinstance(starts, str) else list(starts), [ends] if isinstance(ends, str) else list(ends)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"subgraphs_to_exclude entries are (start node names, end node names) pairs, e.g. "
+            f"(['Conv1'], ['Relu9']); got {spec!r}."
+        ) from None
+
+
 def _rounding(attrs: dict[str, Any]) -> str | None:
     mode = attrs.get("rounding_mode")
     return None if mode is None else {0: "half_away", 1: "half_up", 2: "half_even"}.get(int(mode), str(mode))
@@ -329,8 +379,9 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
             "NPU flow consumes). Use quant_format='QDQ'."
         )
     for flag, what in (("include_sq", "SmoothQuant"), ("convert_nchw_to_nhwc", "NCHW->NHWC conversion"),
-                       ("include_auto_mp", "automatic mixed precision"), ("include_cle", "cross-layer equalization"),
-                       ("include_fast_ft", "AdaRound/AdaQuant fine-tuning")):
+                       ("include_rotation", "QuaRot rotation"), ("use_dynamic_quant", "dynamic quantization"),
+                       ("crypto_mode", "crypto mode"), ("include_auto_mp", "automatic mixed precision"),
+                       ("include_cle", "cross-layer equalization"), ("include_fast_ft", "AdaRound/AdaQuant fine-tuning")):
         if getattr(qc, flag):
             raise ConfigError(f"{flag}=True ({what}) is not available in this version of ryzen-nb; set it to False.")
     method = get_method(qc.calibrate_method)
@@ -378,10 +429,13 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         activation=activation,
         weight=weight,
         bias=bias,
-        op_types=set(qc.op_types_to_quantize) or None,
+        op_types=(set(qc.op_types_to_quantize) | set(qc.extra_op_types_to_quantize)) if qc.op_types_to_quantize else None,
         exclude_op_types=set(qc.op_types_to_exclude),
-        exclude_nodes=set(qc.nodes_to_exclude),
-        include_nodes=set(qc.nodes_to_quantize),
+        exclude_nodes=list(qc.nodes_to_exclude),
+        include_nodes=list(qc.nodes_to_quantize),
+        input_nodes=list(qc.input_nodes),
+        output_nodes=list(qc.output_nodes),
+        exclude_subgraphs=[_subgraph(s) for s in qc.subgraphs_to_exclude],
         fold_activations=fold,
         share_data_movement=True,
         align_slice=bool(_opt(extra, "AlignSlice")),
@@ -397,6 +451,12 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
             "legacy": bool(_opt(extra, "LegacyNonOverflow")),
         },
         calibration_limit=_opt(extra, "CalibDataSize"),
+        float_lowering="cast" if _opt(extra, "BF16QDQToCast") else "function",
+        float_weight_storage=("float" if _opt(extra, "EnableVaimlBF16") else
+                              "native" if _opt(extra, "BF16QDQToCast") else "qdq"),
+        random_data=bool(_opt(extra, "UseRandomData")),
+        random_shapes=dict(_opt(extra, "RandomDataReaderInputShape") or {}),
+        random_range=_opt(extra, "RandomDataReaderInputDataRange"),
         moving_average=float(_opt(extra, "CalibMovingAverageConstant")) if _opt(extra, "CalibMovingAverage") else None,
         preset=preset,
     )

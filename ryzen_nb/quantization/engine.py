@@ -112,25 +112,11 @@ def make_plan(model: onnx.ModelProto, settings: Settings) -> QuantPlan:
             if name:
                 consumers[name].append(i)
 
-    names = {n.name for n in graph.node}
-    unknown = sorted((settings.exclude_nodes | settings.include_nodes) - names)
-    if unknown:
-        from ryzen_nb.errors import closest_first
-
-        near = {u: closest_first(u, names)[:3] for u in unknown}
-        raise ConfigError(
-            "Node names not in the model: " + "; ".join(f"{u!r} (closest: {', '.join(v)})" for u, v in near.items())
-            + ". Node names are the `name` fields shown by Netron or model.graph.node."
-        )
-
+    selected = select_nodes(graph, settings)
     quantized: list[int] = []
     for i, node in enumerate(graph.node):
         info = op_info(node)
-        if info is None or node.op_type in settings.exclude_op_types or node.name in settings.exclude_nodes:
-            continue
-        if settings.op_types is not None and node.op_type not in settings.op_types:
-            continue
-        if settings.include_nodes and node.name not in settings.include_nodes:
+        if info is None or i not in selected:
             continue
         if not any(is_float(n) for n in list(node.input) + list(node.output) if n):
             continue
@@ -221,6 +207,76 @@ def make_plan(model: onnx.ModelProto, settings: Settings) -> QuantPlan:
     plan = QuantPlan(tensors, quantized, folded=sorted(folded & {n for node in graph.node for n in node.output}))
     plan.groups = _sharing_groups(model, plan, settings)
     return plan
+
+
+def _matching(patterns: list[str], names: list[str], what: str) -> set[str]:
+    """Node names matching each pattern exactly or as a regular expression (Quark accepts both);
+    a pattern matching nothing is an error listing the closest names."""
+    import re
+
+    from ryzen_nb.errors import closest_first
+
+    found: set[str] = set()
+    missing: list[str] = []
+    name_set = set(names)
+    for pattern in patterns:
+        if pattern in name_set:
+            found.add(pattern)
+            continue
+        try:
+            regex = re.compile(pattern)
+            hits = {n for n in names if regex.fullmatch(n)}
+        except re.error:
+            hits = set()
+        if hits:
+            found |= hits
+        else:
+            missing.append(pattern)
+    if missing:
+        details = "; ".join(f"{m!r} (closest: {', '.join(closest_first(m, names)[:3])})" for m in missing)
+        raise ConfigError(f"{what} names nodes not in the model: {details}. Node names are the `name` fields shown by "
+                          "Netron or model.graph.node; regular expressions such as '^/layer1/.*' are accepted.")
+    return found
+
+
+def select_nodes(graph: onnx.GraphProto, settings: Settings) -> set[int]:
+    """Indices of the nodes the config asks to quantize (before checking that ryzen-nb can)."""
+    names = [n.name for n in graph.node]
+    index = {n.name: i for i, n in enumerate(graph.node)}
+    producers = {o: i for i, n in enumerate(graph.node) for o in n.output}
+    succ: dict[int, set[int]] = defaultdict(set)
+    pred: dict[int, set[int]] = defaultdict(set)
+    for i, node in enumerate(graph.node):
+        for t in node.input:
+            if t in producers:
+                succ[producers[t]].add(i)
+                pred[i].add(producers[t])
+
+    def reach(starts: set[int], edges: dict[int, set[int]]) -> set[int]:
+        seen, stack = set(starts), list(starts)
+        while stack:
+            for j in edges[stack.pop()]:
+                if j not in seen:
+                    seen.add(j)
+                    stack.append(j)
+        return seen
+
+    chosen = set(range(len(graph.node)))
+    if settings.include_nodes:
+        chosen &= {index[n] for n in _matching(settings.include_nodes, names, "nodes_to_quantize")}
+    if settings.input_nodes:
+        chosen &= reach({index[n] for n in _matching(settings.input_nodes, names, "input_nodes")}, succ)
+    if settings.output_nodes:
+        chosen &= reach({index[n] for n in _matching(settings.output_nodes, names, "output_nodes")}, pred)
+    chosen -= {index[n] for n in _matching(settings.exclude_nodes, names, "nodes_to_exclude")}
+    for starts, ends in settings.exclude_subgraphs:
+        down = reach({index[n] for n in _matching(starts, names, "subgraphs_to_exclude")}, succ)
+        up = reach({index[n] for n in _matching(ends, names, "subgraphs_to_exclude")}, pred)
+        chosen -= down & up
+    chosen -= {i for i, n in enumerate(graph.node) if n.op_type in settings.exclude_op_types}
+    if settings.op_types is not None:
+        chosen &= {i for i, n in enumerate(graph.node) if n.op_type in settings.op_types}
+    return chosen
 
 
 def _with_format(ts: TensorSettings, name: str) -> TensorSettings:
@@ -427,7 +483,7 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
                 rename_output[(producers[name], name)] = source
                 graph_output_sources[name] = source
                 result = name
-            y = fmt.lower(b, source, shape=shapes.get(name), rank=ranks.get(name, 4), **_lowering_args(t, fmt))
+            y = _lower(b, fmt, source, shapes.get(name), ranks.get(name, 4), _lowering_args(t, fmt), settings)
             _rename_last_output(b.nodes[start:], y, result)
             chain = b.nodes[start:]
             if name in producers:
@@ -442,7 +498,7 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
                     rename_input[(c, name)] = source
         else:
             values = numpy_helper.to_array(inits[name])
-            stored, chain_out = _store_constant(b, name, values, t, fmt)
+            stored, chain_out = _store_constant(b, name, values, t, fmt, settings)
             new_inits.extend(stored)
             head.extend(b.nodes[start:])
             for c in consumers.get(name, []):
@@ -514,7 +570,17 @@ def _rename_last_output(chain: list[onnx.NodeProto], old: str, new: str) -> None
     raise AssertionError(f"lowering output {old} not found")
 
 
-def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPlan, fmt):
+def _lower(b: GraphBuilder, fmt, x: str, shape, rank: int, kw: dict[str, Any], settings: Settings) -> str:
+    """The format's lowering of tensor ``x``; float formats may be wrapped in one function node."""
+    if fmt.info.family == "float" and settings.float_lowering == "function" and kw.get("scale") is None:
+        fb = GraphBuilder()
+        fb.op("Identity", fmt.lower(fb, "x", shape=None, rank=rank, **kw), outputs=["y"])
+        doc = f"{fmt.info.description}: the standard-op twin of Quark's ExtendedQuantizeLinear/DequantizeLinear"
+        return b.call(fb.to_function(f"{fmt.name}QuantizeDequantize", ["x"], ["y"], doc=doc), x)
+    return fmt.lower(b, x, shape=shape, rank=rank, **kw)
+
+
+def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPlan, fmt, settings: Settings):
     """Initializers holding a constant in its format, and the nodes that turn it back into float."""
     if isinstance(fmt, IntegerFormat) and t.params is not None:
         kw = {"scale": t.params.scale, "zero_point": t.params.zero_point, "rounding": t.settings.rounding}
@@ -529,7 +595,11 @@ def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPla
         b.nodes.append(helper.make_node("DequantizeLinear", [codes.name, scale.name, zp.name], [out],
                                         name=f"{name}_DequantizeLinear", **attrs))
         return [codes, scale, zp], out
-    if fmt.info.family == "float" and t.params is None:
+    if fmt.info.family == "float" and t.params is None and settings.float_weight_storage == "qdq":
+        original = numpy_helper.from_array(values.astype(np.float32), f"{name}_float")
+        return [original], _lower(b, fmt, original.name, values.shape, values.ndim, {"rounding": t.settings.rounding},
+                                  settings)
+    if fmt.info.family == "float" and t.params is None and settings.float_weight_storage == "native":
         q = fmt.quantize(values)
         codes = numpy_helper.from_array(q.codes, f"{name}_{fmt.name}")
         out = f"{name}_Cast_Output"

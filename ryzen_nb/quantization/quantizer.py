@@ -155,10 +155,15 @@ def quantize(
     float_model = load_model(model)
     reader = None
     first = None
-    if calibration_data is not None:
-        from ryzen_nb.graph.prepare import input_specs
+    from ryzen_nb.graph.prepare import input_specs
 
-        specs = input_specs(float_model)
+    specs = input_specs(float_model)
+    if calibration_data is None and settings.random_data:
+        from ryzen_nb.calibration.readers import RandomReader
+
+        log.warning("calibrating on random data (UseRandomData): ranges will not reflect real inputs")
+        calibration_data = RandomReader(specs, settings.random_shapes, settings.random_range)
+    if calibration_data is not None:
         reader = make_reader(
             calibration_data,
             input_names=[s.name for s in specs],
@@ -183,7 +188,8 @@ def quantize(
         if reader is None:
             raise ConfigError(
                 f"This config quantizes {len(needs)} activation tensor(s) to integer formats, which needs calibration "
-                "data: pass calibration_data (an array, a folder of images or .npy files, or a reader)."
+                "data: pass calibration_data (an array, a folder of images or .npy files, or a reader), or, for a "
+                "quick test only, set extra_options['UseRandomData'] = True."
             )
         from ryzen_nb.calibration.methods import get_method
 
@@ -250,11 +256,23 @@ class ModelQuantizer:
         model_input: ModelLike,
         model_output: str | Path | None = None,
         calibration_data_reader: Any = None,
+        calibration_data_path: str | Path | None = None,
+        algorithms: Any = None,
         **kwargs: Any,
     ) -> onnx.ModelProto:
-        """Quantize and write ``model_output``; returns the quantized ModelProto (the summary is
-        kept in ``self.summary``)."""
-        self.summary = quantize(model_input, model_output, self.config, calibration_data_reader, **kwargs)
+        """Quantize and write ``model_output`` (if given); return the quantized ModelProto.
+
+        As in Quark, ``calibration_data_path`` is a folder of .npy files (or one sub-folder of them
+        per input) used when no reader is given. Unlike Quark, which logs a data/model mismatch and
+        returns None without writing anything, a mismatch here raises an error naming the input
+        and the fix. The run's :class:`QuantizationSummary` is kept in ``self.summary``.
+        """
+        if algorithms:
+            raise ConfigError("algorithms=[...] (CLE, AdaRound, AdaQuant) are not available in this version of ryzen-nb.")
+        data = calibration_data_reader if calibration_data_reader is not None else calibration_data_path
+        if calibration_data_reader is not None and calibration_data_path is not None:
+            log.warning("both a calibration reader and a calibration path were given; using the reader (as Quark)")
+        self.summary = quantize(model_input, model_output, self.config, data, **kwargs)
         if self.config.global_quant_config.print_summary:
             log.info("%r", self.summary)
         assert self.summary.model is not None

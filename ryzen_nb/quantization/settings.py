@@ -36,8 +36,11 @@ class Settings:
     bias: str = "int32"
     op_types: set[str] | None = None  #: None: every op type the quantizer knows
     exclude_op_types: set[str] = field(default_factory=set)
-    exclude_nodes: set[str] = field(default_factory=set)
-    include_nodes: set[str] = field(default_factory=set)  #: restrict to these nodes when non-empty
+    exclude_nodes: list[str] = field(default_factory=list)  #: names or regular expressions
+    include_nodes: list[str] = field(default_factory=list)  #: restrict to these nodes (names or regexes) when non-empty
+    input_nodes: list[str] = field(default_factory=list)  #: quantize only downstream of these nodes
+    output_nodes: list[str] = field(default_factory=list)  #: ... and upstream of these
+    exclude_subgraphs: list[tuple[list[str], list[str]]] = field(default_factory=list)  #: (starts, ends)
     fold_activations: bool = False  #: no QDQ between Conv/Gemm and a following Relu/Clip/LeakyRelu
     share_data_movement: bool = True  #: data-movement outputs (Reshape, Transpose...) reuse their input's scale
     align_slice: bool = True  #: ... Slice too (Quark AlignSlice)
@@ -51,5 +54,15 @@ class Settings:
     tensor_formats: dict[str, str] = field(default_factory=dict)  #: tensor name -> format (mixed precision)
     method_options: dict[str, Any] = field(default_factory=dict)  #: percentile, num_bins, ...
     calibration_limit: int | None = None  #: samples (Quark CalibDataSize)
+    #: float formats (bf16, fp16, fp8): "function" — one ryzen_nb:<format>QuantizeDequantize node per
+    #: tensor, the standard-op twin of Quark's custom Q/DQ; "cast" — visible Cast pairs (BF16QDQToCast)
+    float_lowering: str = "function"
+    #: how quantized weights are stored: "native" (integer codes + DequantizeLinear, bf16 + Cast),
+    #: "float" (float32 values already on the format's grid: EnableVaimlBF16), or "qdq" (the float32
+    #: weight plus a quantizer node, as Quark's custom-QDQ float models)
+    float_weight_storage: str = "qdq"
+    random_data: bool = False  #: calibrate on random data (Quark UseRandomData) when none is given
+    random_shapes: dict[str, Any] = field(default_factory=dict)
+    random_range: Any = None
     moving_average: float | None = None
     preset: str | None = None

@@ -1,0 +1,32 @@
+"""Metrics and evaluation tools: fidelity vs FP32, task accuracy, folder comparison."""
+
+from ryzen_nb.evaluation.folders import FolderComparison, evaluate_folders
+from ryzen_nb.evaluation.metrics import (
+    FIDELITY_METRICS,
+    agreement,
+    cosine,
+    fidelity,
+    l2,
+    max_abs,
+    mse,
+    psnr,
+    sqnr,
+    ssim,
+    topk_accuracy,
+)
+
+__all__ = [
+    "FIDELITY_METRICS",
+    "FolderComparison",
+    "evaluate_folders",
+    "ssim",
+    "agreement",
+    "cosine",
+    "fidelity",
+    "l2",
+    "max_abs",
+    "mse",
+    "psnr",
+    "sqnr",
+    "topk_accuracy",
+]

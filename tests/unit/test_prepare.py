@@ -1,0 +1,122 @@
+"""Model preparation: checks, opset upgrade, BN folding, constants, static shapes, never touching the input."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from ryzen_nb.errors import ModelError, ModelNotFoundError
+from ryzen_nb.graph import OPSET, load_model, prepare, save_model
+from ryzen_nb.graph.prepare import fold_batch_norms
+from ryzen_nb.testing import resnet_cnn
+from tests.helpers import run
+
+
+def conv_bn_model(opset: int = 13, dynamic: bool = True, gemm: bool = False) -> onnx.ModelProto:
+    rng = np.random.default_rng(0)
+    inits = [numpy_helper.from_array(rng.random(8).astype(np.float32) + 0.5, n) for n in ("g", "b", "m", "v")]
+    if gemm:
+        inits.append(numpy_helper.from_array(rng.standard_normal((8, 12)).astype(np.float32), "W"))
+        first = helper.make_node("Gemm", ["x", "W"], ["c"], name="gemm", transB=1)
+        shape = ["N", 12]
+    else:
+        inits.append(numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "W"))
+        first = helper.make_node("Conv", ["x", "W"], ["c"], name="conv", pads=[1, 1, 1, 1])
+        shape = ["N", 3, 8, 8]
+    const = helper.make_node("Constant", [], ["two"], name="two", value=numpy_helper.from_array(np.float32(2.0)))
+    nodes = [first, helper.make_node("BatchNormalization", ["c", "g", "b", "m", "v"], ["bn"], name="bn"), const,
+             helper.make_node("Mul", ["bn", "two"], ["y"], name="mul")]
+    if not dynamic:
+        shape = [1, *shape[1:]]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, shape)],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    return model
+
+
+@pytest.mark.parametrize("gemm", [False, True], ids=["conv", "gemm"])
+def test_prepare_folds_and_upgrades_without_changing_outputs(gemm: bool) -> None:
+    model = conv_bn_model(gemm=gemm)
+    original = model.SerializeToString()
+    prepared = prepare(model, input_shapes={"x": [2, 12] if gemm else [2, 3, 8, 8]})
+    assert model.SerializeToString() == original  # the user's object is untouched
+    ops = [n.op_type for n in prepared.model.graph.node]
+    assert "BatchNormalization" not in ops and "Constant" not in ops and "Mul" in ops
+    assert any(o.domain == "" and o.version == OPSET for o in prepared.model.opset_import)
+    assert prepared.inputs[0].shape == ((2, 12) if gemm else (2, 3, 8, 8))
+    assert any("folded 1 BatchNormalization" in s for s in prepared.steps)
+    assert any("converted opset 13" in s for s in prepared.steps)
+    x = np.random.default_rng(1).standard_normal(prepared.inputs[0].shape).astype(np.float32)
+    np.testing.assert_allclose(run(prepared.model, x=x), run(model, x=x), rtol=1e-5, atol=1e-5)
+    # the weight keeps its name (mixed-precision settings refer to it)
+    assert "W" in {t.name for t in prepared.model.graph.initializer}
+
+
+def test_conv_transpose_bn_folding() -> None:
+    rng = np.random.default_rng(2)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)  # [C_in, C_out/group, k, k], group 1
+    inits = [numpy_helper.from_array(w, "W")] + [numpy_helper.from_array(rng.random(3).astype(np.float32) + 0.5, n)
+                                                for n in ("g", "b", "m", "v")]
+    nodes = [helper.make_node("ConvTranspose", ["x", "W"], ["c"], name="ct"),
+             helper.make_node("BatchNormalization", ["c", "g", "b", "m", "v"], ["y"], name="bn")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folded = onnx.ModelProto()
+    folded.CopyFrom(model)
+    assert fold_batch_norms(folded) == 1
+    x = rng.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    np.testing.assert_allclose(run(folded, x=x), run(model, x=x), rtol=1e-5, atol=1e-5)
+
+
+def test_static_shapes_from_sample_and_errors() -> None:
+    model = conv_bn_model()
+    prepared = prepare(model, sample={"x": np.zeros((1, 3, 8, 8), np.float32)})
+    assert prepared.inputs[0].shape == (1, 3, 8, 8)
+    with pytest.raises(ModelError, match=r"dynamic input dimensions: 'x' dimension 0 \(N\)"):
+        prepare(model)
+    with pytest.raises(ModelError, match="rank 4"):
+        prepare(model, input_shapes={"x": [1, 3, 8]})
+    with pytest.raises(ModelError, match="does not have; its inputs are \\['x'\\]"):
+        prepare(model, input_shapes={"image": [1, 3, 8, 8]})
+    with pytest.raises(ModelError, match="dimension 1 is fixed to 3"):
+        prepare(model, input_shapes={"x": [1, 4, 8, 8]})
+
+
+def test_load_errors(tmp_path) -> None:
+    with pytest.raises(ModelNotFoundError, match="does not exist"):
+        load_model(tmp_path / "missing.onnx")
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"version https://git-lfs.github.com/spec/v1\noid sha256:abc\n")
+    with pytest.raises(ModelError, match="Git LFS pointer"):
+        load_model(bad)
+    with pytest.raises(ModelError, match="folder"):
+        load_model(tmp_path)
+    with pytest.raises(ModelError, match="file path, bytes or an onnx.ModelProto"):
+        load_model(42)
+
+
+def test_save_is_atomic_and_protects_the_input(tmp_path) -> None:
+    model = resnet_cnn(0, blocks=(1,), width=4, image_size=8)
+    src = tmp_path / "model.onnx"
+    onnx.save(model, str(src))
+    before = src.read_bytes()
+    with pytest.raises(ModelError, match="over the input model"):
+        save_model(model, src, protect=src)
+    assert src.read_bytes() == before
+    out = save_model(model, tmp_path / "sub" / "out.onnx", protect=src)
+    assert out.exists() and not list((tmp_path / "sub").glob(".*tmp"))
+    assert load_model(out).graph.name == model.graph.name
+
+
+def test_invalid_model_is_reported() -> None:
+    graph = helper.make_graph([helper.make_node("Relu", ["missing"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(ModelError, match="not valid ONNX"):
+        prepare(model)
