@@ -61,7 +61,7 @@ class UnknownNameError(RyzenNBError, ValueError):
         close = [c for c in self.choices[:3] if _similar(str(name), c)]
         guess = f" Did you mean {close[0]!r}?" if close else ""
         listed = ", ".join(repr(c) for c in self.choices)
-        msg = f"Unknown {kind} {name!r}.{guess} Valid {kind}s, closest first: {listed}."
+        msg = f"Unknown {kind} {name!r}.{guess} Choose one of (closest first): {listed}."
         if hint:
             msg += f" {hint}"
         super().__init__(msg)

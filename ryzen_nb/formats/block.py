@@ -18,6 +18,7 @@ huge.
 
 from __future__ import annotations
 
+import functools
 from abc import abstractmethod
 from typing import Any
 
@@ -99,12 +100,15 @@ class BlockFormat(NumericFormat):
         return name + layout.suffix
 
     def onnx_function(self, rounding: Rounding | None = None, layout: Layout | None = None) -> Any:
-        """The ONNX FunctionProto implementing this format for one layout.
+        """The ONNX FunctionProto implementing this format for one layout (built once, cached).
 
         Attributes of a call: ``axis`` (int) and, for static layouts, ``shape`` (ints).
         """
         rounding = rounding or self.info.default_rounding
         layout = layout or Layout(inner=False, static=False, padded=True)
+        return _function_for(self, rounding, layout)
+
+    def _build_function(self, rounding: Rounding, layout: Layout) -> Any:
         fb = GraphBuilder()
         axis = fb.op("Unsqueeze", _attribute_constant(fb, "axis", "value_int"), fb.const(np.array([0], np.int64)))
         shape = _attribute_constant(fb, "shape", "value_ints") if layout.static else None
@@ -132,6 +136,12 @@ class BlockFormat(NumericFormat):
         if layout.static:
             attrs["shape"] = [int(d) for d in shape]
         return b.call(self.onnx_function(rounding, layout), x, **attrs)
+
+
+@functools.lru_cache(maxsize=256)
+def _function_for(fmt: BlockFormat, rounding: Rounding, layout: Layout) -> Any:
+    # shared and never mutated: adding it to a model's functions copies the message
+    return fmt._build_function(rounding, layout)
 
 
 def _attribute_constant(b: GraphBuilder, attribute: str, field: str) -> str:

@@ -8,6 +8,8 @@ from ryzen_nb.quantization.config import (
     preset_names,
     resolve,
 )
+from ryzen_nb.quantization.qconfig import *  # noqa: F403  (Quark's QConfig API)
+from ryzen_nb.quantization.qconfig import __all__ as _qconfig_all
 from ryzen_nb.quantization.quantizer import ModelQuantizer, QuantizationSummary, quantize
 from ryzen_nb.quantization.types import (
     CalibrationMethod,
@@ -38,4 +40,5 @@ __all__ = [
     "preset_names",
     "quantize",
     "resolve",
+    *_qconfig_all,
 ]

@@ -162,7 +162,7 @@ class Config:
 
     def to_python(self) -> str:
         """The imports and code that rebuild this config."""
-        preset = _matching_preset(self.global_quant_config)
+        preset = _closest_preset(self.global_quant_config)
         lines = ["from ryzen_nb import Config, QuantizationConfig, get_default_config", ""]
         if preset is not None:
             base = get_default_config(preset)
@@ -292,14 +292,30 @@ def get_default_config(name: str) -> QuantizationConfig:
 
 
 def _matching_preset(qc: QuantizationConfig) -> str | None:
-    """The preset this config starts from (same types and method), for readable code."""
-    for name, preset in PRESETS.items():
-        base = get_default_config(name)
-        if (base.activation_type, base.weight_type, base.calibrate_method, base.enable_npu_cnn) == (
-            qc.activation_type, qc.weight_type, qc.calibrate_method, qc.enable_npu_cnn
-        ) and all(qc.extra_options.get(k) == v for k, v in base.extra_options.items() if k.endswith("Attributes")):
+    """The preset this config is exactly (unmodified), or None."""
+    for name in PRESETS:
+        if get_default_config(name) == qc:
             return name
     return None
+
+
+def _closest_preset(qc: QuantizationConfig) -> str | None:
+    """The preset with the same types and method that needs the fewest edits to become ``qc``
+    (used to render short code); None if no preset has the same types and method."""
+    best, best_edits = None, None
+    for name in PRESETS:
+        base = get_default_config(name)
+        if (base.activation_type, base.weight_type, base.calibrate_method) != (
+            qc.activation_type, qc.weight_type, qc.calibrate_method
+        ):
+            continue
+        edits = sum(getattr(base, f.name) != getattr(qc, f.name) for f in fields(QuantizationConfig)
+                    if f.name != "extra_options")
+        keys = set(base.extra_options) | set(qc.extra_options)
+        edits += sum(base.extra_options.get(k, object()) != qc.extra_options.get(k, object()) for k in keys)
+        if best_edits is None or edits < best_edits:
+            best, best_edits = name, edits
+    return best
 
 
 # -- resolution --------------------------------------------------------------------------------------------

@@ -20,8 +20,9 @@ import onnx
 
 from ryzen_nb import formats
 from ryzen_nb.calibration.readers import make_reader
+from ryzen_nb.calibration.validation import check_feed
 from ryzen_nb.calibration.runner import collect_statistics
-from ryzen_nb.errors import ConfigError
+from ryzen_nb.errors import CalibrationDataError, ConfigError
 from ryzen_nb.graph.io import ModelLike, load_model, model_path_of, save_model
 from ryzen_nb.graph.prepare import ort_session, prepare
 from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config, resolve
@@ -103,13 +104,18 @@ def _mb(n: float) -> str:
 
 
 def _as_settings(config: Any) -> tuple[Settings, Config]:
+    from ryzen_nb.quantization.qconfig import QConfig
+
+    if isinstance(config, QConfig):
+        config = Config(config.to_legacy())
     if isinstance(config, str):
         config = Config(get_default_config(config))
     elif isinstance(config, QuantizationConfig):
         config = Config(config)
     if not isinstance(config, Config):
         raise ConfigError(
-            f"config must be a preset name (e.g. 'XINT8'), a QuantizationConfig or a Config; got {type(config).__name__}."
+            f"config must be a preset name (e.g. 'XINT8'), a QuantizationConfig, a Config or a QConfig; got "
+            f"{type(config).__name__}."
         )
     return resolve(config), config
 
@@ -172,6 +178,9 @@ def quantize(
         )
         first = reader.get_next()
         reader.rewind()
+        if first is None:
+            raise CalibrationDataError("The calibration data holds no samples.")
+        check_feed(first, specs, 0)  # a bad first sample is a data problem, reported as one
     prepared = prepare(float_model, input_shapes=input_shapes, sample=first)
     rewrite_notes: list[str] = []
     if settings.dpu_rewrites:

@@ -158,3 +158,29 @@ def test_weight_pow2_minmse_minimises_error() -> None:
     scale, zp = pow2_scale_for_values(w, fmt, "MinMSE")
     err = lambda s: np.sum((np.clip(np.rint(w / s), -128, 127) * s - w) ** 2)  # noqa: E731
     assert err(scale) <= min(err(scale * 2), err(scale / 2))
+
+
+def test_calibration_memory_does_not_grow_with_samples() -> None:
+    """Peak memory of collecting statistics is the same for 10 and 200 samples (streamed)."""
+    import tracemalloc
+
+    from ryzen_nb.calibration import collect_statistics
+    from ryzen_nb.graph import prepare
+    from ryzen_nb.testing import resnet_cnn
+
+    prepared = prepare(resnet_cnn(0, blocks=(1, 1), width=8, image_size=16))
+    tensors = {n.output[0]: True for n in prepared.model.graph.node}
+
+    def peak(samples: int) -> int:
+        rng = np.random.default_rng(0)
+        reader = make_reader(lambda: (rng.standard_normal((1, 3, 16, 16)).astype(np.float32) for _ in range(samples)),
+                             input_names=["input"])
+        tracemalloc.start()
+        result = collect_statistics(prepared, reader, tensors, progress=False)
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert result.samples == samples
+        return top
+
+    small, large = peak(10), peak(200)
+    assert large < small * 1.2 + 256 * 1024, (small, large)

@@ -51,8 +51,11 @@ def test_quark_style_editing_and_enums() -> None:
     assert s.activation.format == "uint8" and s.method_options["percentile"] == 99.99 and s.exclude_nodes == ["fc"]
     qc2 = QuantizationConfig(calibrate_method=ryzen_nb.PowerOfTwoMethod.MinMSE,
                              activation_type=ryzen_nb.QuantType.QUInt8, weight_type=ryzen_nb.QuantType.QInt8,
-                             enable_npu_cnn=True, extra_options={"ActivationSymmetric": True})
-    assert resolve(qc2).preset == "XINT8"
+                             enable_npu_cnn=True,
+                             extra_options={"ActivationSymmetric": True, "ForceQuantizeNoInputCheck": True})
+    assert resolve(qc2).preset == "XINT8"  # written out by hand, it is still the XINT8 preset
+    qc2.per_channel = True
+    assert resolve(qc2).preset is None  # modified: a custom config
 
 
 def test_unknown_names_suggest_the_closest() -> None:
@@ -101,3 +104,36 @@ def test_custom_config_renders_without_preset() -> None:
     assert namespace["config"].global_quant_config == qc
     with pytest.raises(UnknownNameError):
         QuantizationConfig.from_dict({"calibration_method": "MinMax"})
+
+
+def test_quark_new_api_qconfig() -> None:
+    from ryzen_nb import ModelQuantizer, QConfig, QLayerConfig
+    from ryzen_nb.quantization.qconfig import (
+        A8W8_QCONFIG,
+        XINT8_QCONFIG,
+        AdaRoundConfig,
+        CalibMethod,
+        Int8Spec,
+        MX6Spec,
+        QuantGranularity,
+        UInt8Spec,
+        XInt8Spec,
+    )
+
+    x = resolve(XINT8_QCONFIG.to_legacy())
+    assert x.activation.format == "int8" and x.activation.power_of_two and x.npu_legality  # int8, as Quark's XINT8_QCONFIG
+    a = resolve(A8W8_QCONFIG.to_legacy())
+    assert a.activation.method == "Percentile" and not a.align_slice and a.fold_activations
+    spec = Int8Spec()
+    spec.set_calibration_method(CalibMethod.MinMax)
+    w = Int8Spec(quant_granularity=QuantGranularity.Channel)
+    qc = QConfig(QLayerConfig(input_tensors=spec, weight=w), exclude=["fc", (["a"], ["b"])], AlignConcat=False)
+    legacy = qc.to_legacy()
+    assert (legacy.calibrate_method, legacy.per_channel, legacy.nodes_to_exclude) == ("MinMax", True, ["fc"])
+    assert legacy.subgraphs_to_exclude == [(["a"], ["b"])] and legacy.extra_options["AlignConcat"] is False
+    assert resolve(QConfig(QLayerConfig(activation=MX6Spec(), weight=MX6Spec())).to_legacy()).activation.format == "MX6"
+    assert resolve(QConfig(QLayerConfig(input_tensors=UInt8Spec(), weight=XInt8Spec())).to_legacy()).activation.format == "uint8"
+    with pytest.raises(ConfigError, match="AdaRound"):
+        ModelQuantizer(QConfig(QLayerConfig(input_tensors=Int8Spec(), weight=Int8Spec()),
+                               algo_config=[AdaRoundConfig(num_iterations=10)]))
+    assert QConfig.get_default_config("XINT8") == Config(get_default_config("XINT8"))
