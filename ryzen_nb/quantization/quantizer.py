@@ -242,7 +242,11 @@ def quantize(
 
 
 def _finish(model: onnx.ModelProto) -> onnx.ModelProto:
-    """Shape inference for readers and viewers, and a load check: never write a model ORT rejects."""
+    """Constants as initializers, shape inference for readers and viewers, and a load check:
+    never write a model ORT rejects."""
+    from ryzen_nb.graph.prepare import _constants_to_initializers
+
+    _constants_to_initializers(model)  # Q/DQ scales and zero points, as every QDQ tool writes them
     try:
         model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
     except Exception as exc:  # best effort; the load check below is what matters

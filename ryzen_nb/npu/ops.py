@@ -1,0 +1,150 @@
+"""Which operators the Ryzen AI NPU runs, per quantization type: one table for the partitioner,
+the compile report and the widgets.
+
+Reproduced mechanically from the official "Supported Operators" page (``NPU_SPEC.md`` §3,
+``docs/ops_support.rst``, identical in Ryzen AI 1.5–1.8), quirks included (Relu unmarked for BF16,
+Sigmoid unmarked for XINT8, LayerNormalization only XINT8, ...). Columns: BF16 (VAIML, XDNA2),
+A16W8, A8W8, XINT8. "Y" = broad coverage. Attribute-level rules (static shapes, group
+convolutions, Q/DQ zero points...) live in :mod:`ryzen_nb.npu.partition`.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SUPPORTED", "PRECISION_COLUMNS", "is_supported", "supported_ops"]
+
+PRECISION_COLUMNS = ("BF16", "A16W8", "A8W8", "XINT8")
+
+# op type                column flags in the order of PRECISION_COLUMNS
+_TABLE = """
+Abs                      Y--Y
+Add                      YYYY
+And                      Y--Y
+ArgMax                   Y--Y
+ArgMin                   Y--Y
+AveragePool              YYYY
+BatchNormalization       YYYY
+BitShift                 Y--Y
+BitwiseAnd               Y--Y
+BitwiseNot               Y--Y
+BitwiseOr                Y--Y
+BitwiseXor               Y--Y
+Cast                     Y--Y
+Ceil                     Y--Y
+Celu                     ---Y
+Clip                     -YYY
+Concat                   YYYY
+Constant                 YYYY
+ConstantOfShape          YYYY
+Conv                     YYYY
+ConvTranspose            YYY-
+Cos                      -YY-
+CumSum                   Y--Y
+DepthToSpace             YYYY
+DequantizeLinear         -YYY
+Div                      YYYY
+Einsum                   Y---
+Elu                      -Y-Y
+Equal                    Y--Y
+Erf                      Y--Y
+Exp                      YY--
+Expand                   YYYY
+Flatten                  YYYY
+Floor                    Y--Y
+Gather                   Y---
+GatherElements           YY--
+Gelu                     -YYY
+Gemm                     YYYY
+GlobalAveragePool        YYYY
+GlobalMaxPool            -YYY
+Greater                  Y--Y
+GreaterOrEqual           ---Y
+GridSample               Y---
+GroupConv                Y---
+GroupNormalization       -YYY
+HardSigmoid              --Y-
+HardSwish                --YY
+Identity                 YYYY
+InstanceNormalization    YYYY
+LSTM                     Y---
+LayerNormalization       ---Y
+LeakyRelu                -YYY
+Less                     Y--Y
+LessOrEqual              ---Y
+Log                      Y--Y
+MatMul                   YYYY
+Max                      YYYY
+MaxPool                  YYYY
+Min                      YYYY
+Mish                     ---Y
+Mod                      Y---
+Mul                      YYYY
+Neg                      Y--Y
+Not                      Y---
+Or                       Y--Y
+Pad                      YYYY
+Pow                      Y--Y
+QLinearConv              -YY-
+QLinearMatMul            --Y-
+QuantizeLinear           -YY-
+Range                    ---Y
+Reciprocal               YYYY
+ReduceMax                YYYY
+ReduceMean               Y-YY
+ReduceMin                Y-YY
+ReduceSum                Y-YY
+Relu                     -YYY
+Reshape                  YYYY
+Resize                   Y-YY
+Round                    Y--Y
+STFT                     ---Y
+ScatterND                Y---
+Shape                    YYYY
+Shrink                   ---Y
+Sigmoid                  YYY-
+Sign                     Y--Y
+Sin                      YYY-
+Size                     Y---
+Slice                    YYYY
+Softmax                  -YYY
+Softsign                 ---Y
+Split                    YY--
+Sqrt                     YYYY
+Squeeze                  YYYY
+Sub                      YYYY
+Tanh                     YY-Y
+ThresholdedRelu          ---Y
+Tile                     Y--Y
+TopK                     -Y-Y
+Transpose                YYYY
+Unsqueeze                YYYY
+Upsample                 -YYY
+Upsample (deprecated)    Y---
+Where                    YY-Y
+Xor                      Y---
+"""
+
+
+def _parse() -> dict[str, frozenset[str]]:
+    out: dict[str, frozenset[str]] = {}
+    for line in _TABLE.strip().splitlines():
+        *name, flags = line.split()
+        op = " ".join(name)
+        out[op] = frozenset(p for p, f in zip(PRECISION_COLUMNS, flags) if f == "Y")
+    return out
+
+
+#: op type -> precisions with "Y" (BFP16 on XDNA2 follows the BF16 column: VAIML compiles both)
+SUPPORTED: dict[str, frozenset[str]] = _parse()
+
+
+def _column(precision: str) -> str:
+    return "BF16" if precision in ("BF16", "BFP16", "FP32") else precision
+
+
+def is_supported(op_type: str, precision: str) -> bool:
+    return _column(precision) in SUPPORTED.get(op_type, frozenset())
+
+
+def supported_ops(precision: str) -> list[str]:
+    col = _column(precision)
+    return sorted(op for op, cols in SUPPORTED.items() if col in cols)
