@@ -1,0 +1,35 @@
+"""Smoke test of ``python -m benchmarks.quantize``: quick mode, tiny sample counts, no Quark, so the
+benchmark script cannot rot unnoticed. It quantizes in subprocesses, as the real benchmark does."""
+
+from __future__ import annotations
+
+import json
+
+from benchmarks import quantize as bench
+
+
+def test_quantize_benchmark_quick(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("RYZEN_NB_QUARK_PYTHON", raising=False)
+    csv, js = tmp_path / "results.csv", tmp_path / "results.json"
+    table = bench.main(["--quick", "--samples", "4", "--holdout", "3", "--quark-python", "",
+                        "--csv", str(csv), "--json", str(js)])
+    out = capsys.readouterr().out
+
+    assert set(table.model) == {"resnet", "bert"}
+    assert set(table.preset) == set(bench.QUICK_PRESETS)
+    ours = table[table.tool == "ryzen-nb"]
+    assert (ours.status == "ok").all(), ours[["model", "preset", "status", "error"]].to_string()
+    for column in ("quant_s", "rss_mb", "size_kb", "latency_ms", "speed"):
+        assert (ours[column] > 0).all(), column
+    assert (ours.cosine > 0.9).all() and ours.top1.between(0, 1).all()
+
+    ort_rows = table[table.tool == "onnxruntime"].set_index(["model", "preset"]).status
+    assert (ort_rows.xs("A8W8", level="preset") == "ok").all()
+    assert ort_rows.xs("BF16", level="preset").str.startswith("n/a").all()
+    assert (table[table.tool == "quark"].status == "not installed").all()
+
+    assert "Goals" in out and "not measured" in out
+    assert "resnet_cnn(seed=0)" in out and "bert_encoder(seed=0)" in out
+    assert csv.read_text().startswith("model,preset,tool,status")
+    data = json.loads(js.read_text())
+    assert data["quark"] == "not installed" and len(data["rows"]) == len(table) and data["goals"]
