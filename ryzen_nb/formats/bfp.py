@@ -97,11 +97,11 @@ class BFPFormat(BlockFormat):
     def _decode_blocks(self, codes, shared, micro):
         return (codes.astype(np.float32) * pow2(shared - 127 - (self.mantissa_bits - 1))).astype(np.float32)
 
-    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, fast: bool) -> str:
+    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, amax: str | None) -> str:
         f32 = lambda v: b.const(np.float32(v))  # noqa: E731
         xb = view.blocks
-        if fast:
-            p = onnx_pow2floor(b, b.op("ReduceMax", b.op("Abs", xb), axes(b, 2, 3), keepdims=1))  # 2**(E-127)
+        if amax is not None:
+            p = onnx_pow2floor(b, amax)  # 2**(E-127)
             scale = b.op("Mul", p, f32(2.0 ** -(self.mantissa_bits - 1)))
             return self._lower_codes_times_scale(b, view, xb, scale, rounding)
         # onnxruntime's Where returns +0 for a -0 taken from its *true* branch, so values whose
@@ -139,6 +139,8 @@ class MicroexponentFormat(BlockFormat):
     block_size: int = 16
     sub_block_size: int = 2
     shift_bits: int = 1
+
+    max_axes = (3,)  # the fast body starts from the pairs' maxima
 
     @property
     def info(self) -> FormatInfo:
@@ -182,23 +184,30 @@ class MicroexponentFormat(BlockFormat):
         scale = pow2(e - micro + 1 - self.mantissa_bits)
         return np.where(shared == 255, np.float32(np.nan), codes.astype(np.float32) * scale).astype(np.float32)
 
-    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, fast: bool) -> str:
+    def _fast_path_penalty(self, b: GraphBuilder, block_max: str, rank: int) -> str | None:
+        # Subnormal inputs are flushed to zero. The fast body skips the flush, which is exact
+        # unless a block's maximum is below 2**-100 (else |x| / scale < 2**-19 rounds to ±0 for
+        # every subnormal x); all-zero blocks are fine. Penalty: 2**65 where 0 < max < 2**-100.
+        c = lambda v: b.const(np.full((1,) * rank, v, np.float32))  # noqa: E731
+        tiny = b.op("Cast", b.op("Less", b.op("Mul", block_max, c(2.0**100)), c(1.0)), to=1)
+        return b.op("Mul", b.op("Mul", tiny, b.op("Sign", block_max)), c(2.0**65))
+
+    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, amax: str | None) -> str:
         limit = 2**self.mantissa_bits - 1
         f32 = lambda v: b.const(np.float32(v))  # noqa: E731
         xb = view.blocks
+        if amax is not None:
+            # scale = 2**(E - d + 1 - m) with d = min(E - E_pair, 1): the exponent E - d is
+            # max(E_pair, E - 1). A subnormal pair maximum gives 2**-127, like zero (no flush needed).
+            p_sub = onnx_pow2floor(b, amax)
+            half_block = b.op("Mul", b.op("ReduceMax", p_sub, axes(b, 2), keepdims=1), f32(2.0 ** -self.mantissa_bits))
+            scale = view.expand(b, b.op("Max", b.op("Mul", p_sub, f32(2.0 ** (1 - self.mantissa_bits))), half_block))
+            k = b.clip(rounding.lower(b, b.op("Div", xb, scale)), -limit, limit)
+            return b.op("Mul", k, scale)
         a = b.op("Abs", xb)
         keep = b.op("Cast", b.op("GreaterOrEqual", a, f32(MIN_NORMAL)), to=1)
         xf = b.op("Mul", xb, keep)  # subnormals -> ±0
         sub_max = b.op("ReduceMax", b.op("Mul", a, keep), axes(b, 3), keepdims=1)
-        if fast:
-            # d = 1 exactly when the pair's exponent is below the block's (one bit: 2**1 - 1)
-            p_sub = onnx_pow2floor(b, sub_max)
-            p_block = b.op("ReduceMax", p_sub, axes(b, 2), keepdims=1)
-            shifted = b.op("Cast", b.op("Less", p_sub, p_block), to=1)
-            scale = b.op("Mul", p_block, f32(2.0 ** (1 - self.mantissa_bits)))
-            scale = view.expand(b, b.op("Sub", scale, b.op("Mul", scale, b.op("Mul", shifted, f32(0.5)))))
-            k = b.clip(rounding.lower(b, b.op("Div", xf, scale)), -limit, limit)
-            return b.op("Mul", k, scale)
         bad_block = nonfinite_blocks(b, xb)
         e_sub = onnx_floor_log2(b, sub_max)
         e = b.op("ReduceMax", e_sub, axes(b, 2), keepdims=1)

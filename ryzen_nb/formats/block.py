@@ -12,8 +12,12 @@ Inside, an ``If`` picks one of two bodies that give identical results where both
   about ten ``Mul``);
 * the *exact* body handles anything (Inf, NaN, values up to the float32 maximum) with masks.
 
-The test is one reduction: ``sum(x**2)`` is finite exactly when no value is Inf/NaN and none is
-huge.
+The fast body starts from the per-block (or per-sub-block) maximum of ``|x|``, computed before the
+``If`` because the test reuses it: the sum over blocks of that maximum plus ``0 * sum(block)`` is
+below 2**64 exactly when every value is below 2**64 and no block holds Inf or NaN. (The plain
+block sum is there because onnxruntime's ``ReduceMax`` may drop a NaN; ``ReduceSum`` is ten times
+cheaper in onnxruntime than ``ReduceSumSquare`` or ``ReduceL1``.) A format may add conditions of
+its own (:meth:`BlockFormat._fast_path_penalty`).
 """
 
 from __future__ import annotations
@@ -39,6 +43,9 @@ class BlockFormat(NumericFormat):
 
     block_size: int
     sub_block_size: int | None = None
+    #: axes of the ``[pre, nblocks, nsub, sub, post]`` view the fast body's maximum reduces over:
+    #: whole blocks, or sub-blocks for the microexponent formats (a class attribute, not a field)
+    max_axes = (2, 3)
 
     # -- subclass hooks on the [pre, nblocks, nsub, sub, post] view ------------------------------
     @abstractmethod
@@ -50,10 +57,17 @@ class BlockFormat(NumericFormat):
     def _decode_blocks(self, codes: np.ndarray, shared: np.ndarray, micro: np.ndarray | None) -> np.ndarray: ...
 
     @abstractmethod
-    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, fast: bool) -> str:
+    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, amax: str | None) -> str:
         """Nodes computing the quantize-dequantized ``view.blocks``. Per-block values must pass
-        through ``view.expand(b, ...)`` before meeting the full tensor. ``fast``: every value is
-        finite and below 2**64, so no masks are needed."""
+        through ``view.expand(b, ...)`` before meeting the full tensor. ``amax`` is given to the
+        fast body only: the maximum of ``|x|`` over :attr:`max_axes` (keepdims); every value is
+        finite and below 2**64 and the format's own conditions hold, so no masks are needed."""
+
+    def _fast_path_penalty(self, b: GraphBuilder, block_max: str, rank: int) -> str | None:
+        """Per-block values (from ``block_max``, the maximum of ``|x|`` per block; constants of
+        ``rank``), 0 where the fast body is exact and >= 2**64 where it is not, for conditions
+        beyond "finite and below 2**64" (or None)."""
+        return None
 
     # -- numerics -------------------------------------------------------------------------------
     def _quantize_dequantize(self, x: np.ndarray, *, axis: int, rounding: Rounding) -> np.ndarray:
@@ -113,14 +127,23 @@ class BlockFormat(NumericFormat):
         axis = fb.op("Unsqueeze", _attribute_constant(fb, "axis", "value_int"), fb.const(np.array([0], np.int64)))
         shape = _attribute_constant(fb, "shape", "value_ints") if layout.static else None
         view = BlockView(fb, "x", axis, self.block_size, self.sub_block_size, layout, shape)
-        # Route to the fast body when sum(x**2) is finite: no Inf/NaN and every |x| < 2**64.
-        # Squares are summed per block first: a full reduction to a scalar runs on one thread.
-        per_block = fb.op("ReduceSumSquare", view.blocks, fb.const(np.array([2, 3], np.int64)), keepdims=0)
-        fast_ok = fb.op("Less", fb.op("ReduceSum", per_block, keepdims=0), fb.const(np.float32(np.finfo(np.float32).max)))
+        # Route to the fast body when no block holds Inf/NaN and every |x| < 2**64 (module doc).
+        # Reductions run per block first: a full reduction to a scalar runs on one thread.
+        # Everything here is per block, and constants have the blocks' rank: onnxruntime
+        # broadcasts against trailing size-1 dimensions slowly otherwise.
+        block_axes = fb.const(np.array([2, 3], np.int64))
+        amax = fb.op("ReduceMax", fb.op("Abs", view.blocks), fb.const(np.array(self.max_axes, np.int64)), keepdims=1)
+        block_max = amax if self.max_axes == (2, 3) else fb.op("ReduceMax", amax, fb.const(np.array([2], np.int64)), keepdims=1)
+        zero = fb.const(np.zeros((1,) * view.rank, np.float32))
+        probe = fb.op("Add", block_max, fb.op("Mul", fb.op("ReduceSum", view.blocks, block_axes, keepdims=1), zero))
+        penalty = self._fast_path_penalty(fb, block_max, view.rank)
+        if penalty is not None:
+            probe = fb.op("Add", probe, penalty)
+        fast_ok = fb.op("Less", fb.op("ReduceSum", probe, keepdims=0), fb.const(np.float32(2.0**64)))
         branches = {}
         for label, fast in (("fast", True), ("exact", False)):
             sub = GraphBuilder(prefix=label, scalar_rank=view.rank)
-            out = self._lower_blocks(sub, view, rounding, fast)
+            out = self._lower_blocks(sub, view, rounding, amax if fast else None)
             branches[label] = helper.make_graph(
                 sub.nodes, label, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)]
             )

@@ -69,15 +69,15 @@ class MXFormat(BlockFormat):
         values = elements * pow2(np.minimum(shared, 254) - 127)
         return np.where(shared == 255, np.float32(np.nan), values).astype(np.float32)
 
-    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, fast: bool) -> str:
+    def _lower_blocks(self, b: GraphBuilder, view: BlockView, rounding: Rounding, amax: str | None) -> str:
         f32 = lambda v: b.const(np.float32(v))  # noqa: E731
         xb = view.blocks
-        amax = b.op("ReduceMax", b.op("Abs", xb), axes(b, 2, 3), keepdims=1)
-        if fast:
+        if amax is not None:
             p = onnx_pow2floor(b, amax)
             scale = view.expand(b, b.op("Max", b.op("Mul", p, f32(2.0 ** -self.element.emax)), f32(2.0**-127)))
             return b.op("Mul", self.element.lower_round(b, b.op("Div", xb, scale), rounding), scale)
         bad_block = nonfinite_blocks(b, xb)
+        amax = b.op("ReduceMax", b.op("Abs", xb), axes(b, 2, 3), keepdims=1)
         shared = b.clip(b.op("Sub", onnx_floor_log2(b, amax), f32(self.element.emax)), -127, 127)
         scale = view.expand(b, exp2(b, shared))
         elements = self.element.lower_round(b, b.op("Div", xb, scale), rounding)

@@ -73,6 +73,15 @@ def block_edge_cases(block: int) -> list[np.ndarray]:
         "nonfinite": np.r_[f32([np.inf, 1.0, -2.0, np.nan]), np.linspace(-3, 3, n - 4).astype(f32)],
         "neg_inf": np.r_[np.full(block, -np.inf, f32), np.linspace(-1, 1, n - block).astype(f32)],
         "max_rounding": np.full(n, 127.75 / 64, f32),  # rounds up to the next exponent in BFP16
+        # The fast body (finite, below 2**64) must meet these: a NaN late in a block, which
+        # onnxruntime's ReduceMax may drop, subnormals beside normal values, blocks just above
+        # and below the 2**-100 limit of the microexponent formats' fast path.
+        "nan_late_in_block": np.r_[np.linspace(-1, 1, block - 1).astype(f32), f32(np.nan),
+                                   np.linspace(-2, 2, n - block).astype(f32)],
+        "subnormals_among_normals": np.where(np.arange(n) % 3 == 0, f32(1e-40), np.linspace(-1, 1, n).astype(f32)),
+        "tiny_blocks": np.r_[np.full(block, 2.0**-99, f32), f32([2.0**-101, -3e-39] * (block // 2)),
+                             np.linspace(-1, 1, n - 2 * block).astype(f32)],
+        "tiny_normal": np.linspace(1e-36, 1e-35, n).astype(f32),
     }
     return list(cases.items())
 
