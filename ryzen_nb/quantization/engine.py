@@ -3,7 +3,9 @@
 1. **plan** — the nodes to quantize (op types known to :mod:`ops`, minus exclusions); every float
    input and output of them is quantized: activations in the activation format, weights, biases
    and other constants in theirs; a Conv/Gemm output consumed only by a fusible activation is left
-   alone when ``fold_activations`` (the NPU applies ReLU inside the convolution).
+   alone when ``fold_activations`` (the NPU applies ReLU inside the convolution); a fixed-grid
+   float format (bf16, fp16, fp8) is applied after Relu, MaxPool and data movement rather than
+   before, which gives the same numbers with fewer quantizers (:func:`_defer_past_value_selection`).
 2. **parameters** — integer activations get scales from calibration statistics, grouped where
    tensors must share one scale (data-movement outputs with their inputs, Concat operands);
    integer weights from their values; block and float formats need none.
@@ -31,7 +33,7 @@ from ryzen_nb.errors import ConfigError
 from ryzen_nb.formats import ScaleKind
 from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.builder import OPSET, RYZEN_NB_DOMAIN, RYZEN_NB_DOMAIN_VERSION, GraphBuilder
-from ryzen_nb.quantization.ops import FUSIBLE_ACTIVATIONS, op_info, weight_block_axis, weight_channel_axis
+from ryzen_nb.quantization.ops import FUSIBLE_ACTIVATIONS, OPS, op_info, weight_block_axis, weight_channel_axis
 from ryzen_nb.quantization.settings import Settings, TensorSettings
 
 __all__ = ["TensorPlan", "QuantPlan", "make_plan", "assign_parameters", "emit"]
@@ -66,6 +68,8 @@ class QuantPlan:
     tensors: dict[str, TensorPlan]
     nodes: list[int]  #: indices of quantized nodes
     folded: list[str] = field(default_factory=list)  #: tensors left unquantized by activation folding
+    #: float-format tensors whose quantizer moved past a value-selecting consumer (same numbers)
+    deferred: list[str] = field(default_factory=list)
     groups: list[list[str]] = field(default_factory=list)  #: activations sharing one scale
     notes: list[str] = field(default_factory=list)
 
@@ -205,8 +209,56 @@ def make_plan(model: onnx.ModelProto, settings: Settings) -> QuantPlan:
         raise ConfigError("MixedPrecisionTensor names tensors it cannot apply to: " + "; ".join(details) + ".")
 
     plan = QuantPlan(tensors, quantized, folded=sorted(folded & {n for node in graph.node for n in node.output}))
+    plan.deferred = _defer_past_value_selection(graph, plan, settings, consumers, is_float)
+    if plan.deferred:
+        plan.notes.append(f"{len(plan.deferred)} float-format quantizer(s) applied after Relu/MaxPool/data movement "
+                          "instead of before: the same numbers with fewer operators")
     plan.groups = _sharing_groups(model, plan, settings)
     return plan
+
+
+#: operators whose outputs are some of their input's values, moved or selected by comparison
+VALUE_SELECTING = frozenset({"Relu", "MaxPool", "GlobalMaxPool"} | {
+    op for op, info in OPS.items() if info.kind == "data" and op not in ("Resize", "Pad")  # may make new values
+})
+
+
+def _defer_past_value_selection(graph: onnx.GraphProto, plan: QuantPlan, settings: Settings,
+                                consumers: dict[str, list[int]], is_float) -> list[str]:
+    """Drop the quantizer of activations whose every consumer only selects or moves their values.
+
+    A format without scales (bf16, fp16, fp8) rounds each value to a fixed grid, monotonically, so
+    rounding commutes with Relu, MaxPool, Reshape, Transpose, Slice...: quantizing such an
+    operator's output gives exactly what quantizing its input did. Keeping only the quantizer
+    after it saves an operator pass per tensor and leaves Conv+Relu fusable for onnxruntime.
+    Block and integer formats are left alone (their grids depend on neighbours or on scales).
+    Returns the names dropped from ``plan.tensors``.
+    """
+    tensors = plan.tensors
+    graph_outputs = {o.name for o in graph.output}
+    producer = {name: i for i, node in enumerate(graph.node) for name in node.output}
+    qnodes = set(plan.nodes)
+    covered: dict[str, TensorSettings] = {}  # quantized, or deferred to a tensor quantized alike
+    dropped: list[str] = []
+    # consumers come later in a topologically sorted graph: visit tensors from the last producer
+    for name in sorted(tensors, key=lambda n: producer.get(n, -1), reverse=True):
+        t = tensors[name]
+        covered.setdefault(name, t.settings)
+        if t.role != "activation" or t.fmt().info.family != "float" or name in graph_outputs \
+                or name in settings.tensor_formats:
+            continue
+        users = consumers.get(name, [])
+
+        def selects(i: int) -> bool:
+            node = graph.node[i]
+            float_inputs = [n for n in node.input if n and is_float(n)]
+            return (i in qnodes and node.op_type in VALUE_SELECTING and float_inputs == [name]
+                    and all(covered.get(o) == t.settings for o in node.output if o))
+
+        if users and all(selects(i) for i in users):
+            del tensors[name]
+            dropped.append(name)
+    return dropped
 
 
 def _matching(patterns: list[str], names: list[str], what: str) -> set[str]:

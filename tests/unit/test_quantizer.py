@@ -116,6 +116,34 @@ def test_no_calibration_needed_for_float_and_block_formats(small) -> None:
     assert quantize(model, None, qc, None, progress=False).calibration_samples == 1
 
 
+@pytest.mark.parametrize("preset", ["BF16", "FP16", "MXFP8E4M3"])
+def test_float_quantizers_deferred_past_value_selection_give_the_same_numbers(small, monkeypatch, preset) -> None:
+    """bf16/fp16/fp8 rounding commutes with Relu, MaxPool and data movement: quantizing after them
+    only must change nothing but the operator count. (MXFP8 is a block format: nothing deferred.)"""
+    from ryzen_nb.quantization import engine
+    from ryzen_nb.testing import bert_encoder, random_tokens
+
+    encoder = bert_encoder(0, layers=1, hidden=32, heads=2, seq_len=8)
+    for model, feeds in ((small[0], {"input": small[1][:1]}),
+                         (encoder, {encoder.graph.input[0].name: random_tokens(1, seq_len=8)})):
+        deferred = quantize(model, None, preset, None, progress=False)
+        with monkeypatch.context() as m:
+            m.setattr(engine, "_defer_past_value_selection", lambda *args: [])
+            everywhere = quantize(model, None, preset, None, progress=False)
+        assert np.array_equal(run(deferred.model, **feeds), run(everywhere.model, **feeds))
+        nodes = lambda q: len(q.model.graph.node)  # noqa: E731
+        if preset == "MXFP8E4M3":
+            assert nodes(deferred) == nodes(everywhere)
+            continue
+        assert nodes(deferred) < nodes(everywhere)
+        assert any("fewer operators" in note for note in deferred.notes)
+        # no quantizer between a Conv and the Relu that follows it (onnxruntime fuses the pair)
+        producers = {o: n for n in deferred.model.graph.node for o in n.output}
+        for node in deferred.model.graph.node:
+            if node.op_type == "Relu":
+                assert producers[node.input[0]].op_type in ("Conv", "Add")
+
+
 def test_exclusions(small) -> None:
     model, data = small
     qc = get_default_config("A8W8")
