@@ -108,12 +108,15 @@ def prepare(
     input_shapes: Mapping[str, Sequence[int]] | None = None,
     sample: Mapping[str, np.ndarray] | None = None,
     optimize: bool = True,
+    matmul_add_to_gemm: bool = True,
 ) -> PreparedModel:
     """Check, upgrade, fold and make static a copy of ``model``.
 
     ``input_shapes`` fixes dynamic input dimensions (``{"input": [1, 3, 224, 224]}``); without it
     the shapes of ``sample`` (e.g. the first calibration feed) are used. Any dimension still
-    dynamic after that is an error naming it. ``optimize=False`` skips constant folding.
+    dynamic after that is an error naming it. ``optimize=False`` skips constant folding;
+    ``matmul_add_to_gemm=False`` keeps MatMul + bias Add pairs as they are (see
+    :func:`fuse_matmul_add`).
     """
     m = load_model(model)
     steps: list[str] = []
@@ -149,6 +152,11 @@ def prepare(
         if len(m.graph.node) != before:
             steps.append(f"folded constants: {before} -> {len(m.graph.node)} nodes")
     m = _infer_shapes(m)
+    if matmul_add_to_gemm:
+        fused = fuse_matmul_add(m)
+        if fused:
+            steps.append(f"turned {fused} MatMul + bias Add pair(s) into Gemm")
+            m = _infer_shapes(m)
     try:
         ort_session(m)
     except Exception as exc:
@@ -159,6 +167,75 @@ def prepare(
 
 
 # -- steps ---------------------------------------------------------------------------------------------
+def fuse_matmul_add(m: onnx.ModelProto) -> int:
+    """Turn ``Add(MatMul(A, W), b)`` with constant ``W [K, N]`` and bias ``b [N]`` into a Gemm.
+
+    A Gemm carries its bias into the accumulator: integer presets quantize it to int32 with scale
+    s_A * s_W instead of rounding the MatMul output to 8 bits before the bias is added, as the NPU
+    does and as Quark's model simplification arranges. ``A`` of rank > 2 (``[batch, tokens, K]``)
+    is reshaped to 2-D around the Gemm. The Gemm takes the MatMul's node name and the Add's output
+    name, so everything downstream keeps its names. Returns the number of pairs fused.
+    """
+    graph = m.graph
+    inits = {t.name: t for t in graph.initializer}
+    shapes = {vi.name: [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
+              for vi in list(graph.input) + list(graph.value_info) if vi.type.tensor_type.HasField("shape")}
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    graph_outputs = {o.name for o in graph.output}
+    replaced: dict[int, list[onnx.NodeProto]] = {}  # id(MatMul) -> new nodes; the Add is dropped
+    dropped: set[int] = set()
+    for mm in graph.node:
+        if mm.op_type != "MatMul" or mm.input[1] not in inits or len(inits[mm.input[1]].dims) != 2:
+            continue
+        users = consumers.get(mm.output[0], [])
+        if len(users) != 1 or users[0].op_type != "Add" or mm.output[0] in graph_outputs:
+            continue
+        add = users[0]
+        bias = add.input[1] if add.input[0] == mm.output[0] else add.input[0]
+        k, n = inits[mm.input[1]].dims
+        if bias not in inits or int(np.prod(inits[bias].dims)) != n or inits[bias].dims[-1:] != [n]:
+            continue
+        a_shape = shapes.get(mm.input[0])
+        if not a_shape or len(a_shape) < 2 or any(d is None or d <= 0 for d in a_shape):
+            continue
+        tag = mm.name or mm.output[0]
+        b_vec = bias
+        if len(inits[bias].dims) != 1:
+            vec = numpy_helper.from_array(numpy_helper.to_array(inits[bias]).reshape(n), f"{bias}_vector")
+            graph.initializer.append(vec)
+            b_vec = vec.name
+        nodes = []
+        a2 = mm.input[0]
+        if len(a_shape) > 2:
+            shape_2d = numpy_helper.from_array(np.array([-1, k], np.int64), f"{tag}_gemm_input_shape")
+            graph.initializer.append(shape_2d)
+            a2 = f"{tag}_gemm_input"
+            nodes.append(helper.make_node("Reshape", [mm.input[0], shape_2d.name], [a2], name=f"{tag}_gemm_reshape_in"))
+        y2 = add.output[0] if len(a_shape) == 2 else f"{tag}_gemm_output"
+        nodes.append(helper.make_node("Gemm", [a2, mm.input[1], b_vec], [y2], name=mm.name or f"{tag}_gemm"))
+        if len(a_shape) > 2:
+            out_shape = numpy_helper.from_array(np.array([*a_shape[:-1], n], np.int64), f"{tag}_gemm_output_shape")
+            graph.initializer.append(out_shape)
+            nodes.append(helper.make_node("Reshape", [y2, out_shape.name], [add.output[0]], name=f"{tag}_gemm_reshape_out"))
+        replaced[id(mm)] = nodes
+        dropped.add(id(add))
+    if not replaced:
+        return 0
+    new_nodes: list[onnx.NodeProto] = []
+    for node in graph.node:
+        if id(node) in replaced:
+            new_nodes.extend(replaced[id(node)])
+        elif id(node) not in dropped:
+            new_nodes.append(node)
+    del graph.node[:]
+    graph.node.extend(new_nodes)
+    del graph.value_info[:]
+    return len(replaced)
+
+
 def _check(m: onnx.ModelProto) -> None:
     try:
         onnx.checker.check_model(m)
@@ -343,7 +420,9 @@ def _fold_constants(m: onnx.ModelProto) -> onnx.ModelProto:
                 m.SerializeToString(), so, providers=["CPUExecutionProvider"],
                 # these fold neighbours into a Conv and rename its weight; users name weights in
                 # mixed-precision settings, and the NPU flow keeps such ops as they are
-                disabled_optimizers=["ConvAddFusion", "ConvMulFusion", "ConvBNFusion"],
+                # (MatMulAddFusion: fuse_matmul_add does it, keeping names, without the names
+                # onnxruntime 1.31 writes and then refuses to load twice in one model)
+                disabled_optimizers=["ConvAddFusion", "ConvMulFusion", "ConvBNFusion", "MatMulAddFusion"],
             )
             optimized = onnx.load(str(out), load_external_data=True)
         except Exception as exc:

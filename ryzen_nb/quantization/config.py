@@ -475,4 +475,6 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         random_range=_opt(extra, "RandomDataReaderInputDataRange"),
         moving_average=float(_opt(extra, "CalibMovingAverageConstant")) if _opt(extra, "CalibMovingAverage") else None,
         preset=preset,
+        optimize=bool(qc.optimize_model),
+        simplify=bool(_opt(extra, "SimplifyModel")),
     )

@@ -127,7 +127,7 @@ EXTRA_OPTIONS: dict[str, ExtraOption] = {
         _o("ConvertSoftmaxToDPUVersion", False, "bf16 polynomial Softmax", "planned"),
         _o("ConvertInstanceNormToDPUVersion", False, "DPU InstanceNorm", "planned"),
         # -- graph preprocessing ---------------------------------------------------------------------------------
-        _o("SimplifyModel", True, "constant folding (onnxruntime basic optimizations here)", "accepted"),
+        _o("SimplifyModel", True, "MatMul + bias Add pairs become Gemm (the bias then adds into the accumulator)"),
         _o("SimplifyModelOptions", {}, "", "accepted"),
         _o("SkipPreprocess", False, "", "accepted"),
         _o("PreprocessYAML", None, "", "accepted"),

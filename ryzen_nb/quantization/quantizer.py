@@ -181,7 +181,8 @@ def quantize(
         if first is None:
             raise CalibrationDataError("The calibration data holds no samples.")
         check_feed(first, specs, 0)  # a bad first sample is a data problem, reported as one
-    prepared = prepare(float_model, input_shapes=input_shapes, sample=first)
+    prepared = prepare(float_model, input_shapes=input_shapes, sample=first, optimize=settings.optimize,
+                       matmul_add_to_gemm=settings.simplify)
     rewrite_notes: list[str] = []
     if settings.dpu_rewrites:
         from ryzen_nb.quantization.xint8 import apply_dpu_rewrites

@@ -66,3 +66,5 @@ class Settings:
     random_range: Any = None
     moving_average: float | None = None
     preset: str | None = None
+    optimize: bool = True  #: constant folding while preparing (optimize_model)
+    simplify: bool = True  #: MatMul + bias Add -> Gemm while preparing (SimplifyModel)

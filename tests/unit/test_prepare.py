@@ -120,3 +120,25 @@ def test_invalid_model_is_reported() -> None:
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
     with pytest.raises(ModelError, match="not valid ONNX"):
         prepare(model)
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_matmul_bias_add_becomes_gemm_keeping_names_and_outputs(layers: int) -> None:
+    from ryzen_nb.testing import bert_encoder, random_tokens
+
+    model = bert_encoder(0, layers=layers, hidden=32, heads=2, seq_len=8)
+    feeds = {model.graph.input[0].name: random_tokens(1, seq_len=8)}
+    prepared = prepare(model)  # layers=1 once hit onnxruntime's own MatMulAddFusion naming bug
+    ops = [n.op_type for n in prepared.model.graph.node]
+    # 6 projections per layer (query, key, value, output, intermediate, ffn_out), all with a bias
+    assert ops.count("Gemm") == 6 * layers and ops.count("MatMul") == 2 * layers  # attention scores, context
+    assert any("into Gemm" in step for step in prepared.steps)
+    names = {o for n in prepared.model.graph.node for o in n.output}
+    matmul_outputs = {n.output[0] for n in model.graph.node if n.op_type == "MatMul"}
+    bias_adds = {n.output[0] for n in model.graph.node if n.op_type == "Add" and set(n.input) & matmul_outputs}
+    assert len(bias_adds) == 6 * layers and bias_adds <= names  # what follows a fused pair keeps its names
+    gemm_names = {n.name for n in prepared.model.graph.node if n.op_type == "Gemm"}
+    assert gemm_names <= {n.name for n in model.graph.node if n.op_type == "MatMul"}
+    np.testing.assert_allclose(run(prepared.model, **feeds), run(model, **feeds), rtol=1e-5, atol=1e-5)
+    kept = prepare(model, matmul_add_to_gemm=False).model
+    assert [n.op_type for n in kept.graph.node].count("Gemm") == 0
