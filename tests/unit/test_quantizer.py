@@ -280,3 +280,28 @@ def test_evaluate_folders(tmp_path) -> None:
         evaluate_folders(a, b)
     with pytest.raises(ryzen_nb.RyzenNBError, match="does not exist"):
         evaluate_folders(tmp_path / "x", b)
+
+
+def test_load_check_covers_function_bodies_and_the_graph(monkeypatch) -> None:
+    """The final onnxruntime check loads the graph with calls stubbed and each body once."""
+    from onnx import TensorProto, helper
+
+    from ryzen_nb.graph.builder import make_model
+    from ryzen_nb.quantization import quantizer
+
+    monkeypatch.setattr(quantizer, "_CHECKED_FUNCTIONS", set())
+
+    def model(body_op: str, graph_op: str) -> onnx.ModelProto:
+        body = helper.make_function("ryzen_nb", "QDQ", ["x"], ["y"], [helper.make_node(body_op, ["x"], ["y"])],
+                                    opset_imports=[helper.make_opsetid("", 21)])
+        nodes = [helper.make_node("QDQ", ["a"], ["b"], domain="ryzen_nb"), helper.make_node(graph_op, ["b"], ["c"])]
+        graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2])],
+                                  [helper.make_tensor_value_info("c", TensorProto.FLOAT, [2])])
+        return make_model(graph, opset_imports=[helper.make_opsetid("", 21), helper.make_opsetid("ryzen_nb", 1)],
+                          functions=[body])
+
+    quantizer._load_check(model("Relu", "Neg"))
+    with pytest.raises(Exception, match="NoSuchOp"):
+        quantizer._load_check(model("NoSuchOp", "Neg"))
+    with pytest.raises(Exception, match="NoSuchOp"):
+        quantizer._load_check(model("Relu", "NoSuchOp"))
