@@ -1,4 +1,4 @@
-"""The ``ryzen-nb`` command: demo, quantize, convert-bf16, evaluate, formats, presets."""
+"""The ``ryzen-nb`` command: demo, quantize, convert-bf16, evaluate, emulate, formats, presets."""
 
 from __future__ import annotations
 
@@ -89,6 +89,33 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_emulate(args: argparse.Namespace) -> int:
+    from ryzen_nb.npu import compile, divergence, estimate_latency
+
+    program = compile(args.model, args.target)
+    print(program.ep_log())
+    print(program.summary())
+    reasons = program.cpu_reasons()
+    if len(reasons):
+        print(f"\nOperators on the CPU ({len(reasons)}):")
+        grouped = reasons.groupby(["op", "reason"]).size().reset_index(name="count")
+        for row in grouped.itertuples():
+            print(f"  {row.count:>4} x {row.op}: {row.reason}")
+    estimate = estimate_latency(program)
+    print()
+    print(estimate.summary())
+    if args.per_op:
+        table = estimate.per_op[estimate.per_op.time_us > 0].sort_values("time_us", ascending=False)
+        print(table.head(args.per_op).to_string(index=False))
+    if args.data:
+        report = divergence(program.model, args.data, program.target, limit=args.limit, per_layer=True)
+        print()
+        print(report.summary())
+    if args.report:
+        print(f"\nwrote {program.write_report(args.report)}")
+    return 0
+
+
 def _cmd_formats(args: argparse.Namespace) -> int:
     import pandas as pd
 
@@ -156,6 +183,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--per-file", action="store_true", help="also print one row per file")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(run=_cmd_evaluate)
+
+    p = sub.add_parser("emulate", help="what the Ryzen AI NPU would do with a model: partition, latency, numerics")
+    p.add_argument("model", help="an FP32 or quantized ONNX model")
+    p.add_argument("--target", default="STX", help="PHX, HPT, STX, KRK or STXH (default STX)")
+    p.add_argument("--report", metavar="JSON", help="write the compile report (vitisai_ep_report.json schema)")
+    p.add_argument("--per-op", type=int, nargs="?", const=15, metavar="N",
+                   help="also print the N slowest operators of the latency estimate (default 15)")
+    p.add_argument("--data", metavar="PATH", help="inputs (folder of images, .npy/.npz): compare the NPU emulation "
+                                                  "with the CPU QDQ simulation on them")
+    p.add_argument("--limit", type=int, default=32, help="samples of --data to use (default 32)")
+    p.set_defaults(run=_cmd_emulate)
 
     p = sub.add_parser("formats", help="list the numeric formats")
     p.set_defaults(run=_cmd_formats)

@@ -6,8 +6,10 @@ copy: the user's file or object is never modified, and an output is never writte
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Union
 
@@ -15,7 +17,7 @@ import onnx
 
 from ryzen_nb.errors import ModelError, ModelNotFoundError
 
-__all__ = ["ModelLike", "load_model", "save_model", "model_path_of", "same_file"]
+__all__ = ["ModelLike", "load_model", "save_model", "model_path_of", "same_file", "temporary_beside", "write_atomic"]
 
 ModelLike = Union[str, os.PathLike, bytes, onnx.ModelProto]
 
@@ -82,18 +84,34 @@ def save_model(model: onnx.ModelProto, path: str | os.PathLike, *, protect: Path
     if out.is_dir():
         raise ModelError(f"The output path {str(out)!r} is a folder; give a file name such as model_quant.onnx.")
     out.parent.mkdir(parents=True, exist_ok=True)
-    large = model.ByteSize() > _PROTOBUF_LIMIT
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".tmp", dir=out.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    try:
-        if large:
+    with temporary_beside(out) as tmp:
+        if model.ByteSize() > _PROTOBUF_LIMIT:
             data_name = out.name + ".data"
             onnx.save_model(model, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True, location=data_name)
         else:
             onnx.save_model(model, str(tmp))
         os.replace(tmp, out)
+    return out
+
+
+@contextlib.contextmanager
+def temporary_beside(dest: Path) -> Iterator[Path]:
+    """A fresh temporary file in ``dest``'s folder (same file system, so ``os.replace`` onto
+    ``dest`` is atomic); removed on the way out unless the caller renamed it into place."""
+    handle, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
+    os.close(handle)
+    temp = Path(name)
+    try:
+        yield temp
     finally:
-        if tmp.exists():
-            tmp.unlink()
+        temp.unlink(missing_ok=True)
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` atomically: readers never see half a file."""
+    out = Path(path).expanduser()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with temporary_beside(out) as temp:
+        temp.write_bytes(data.encode() if isinstance(data, str) else data)
+        os.replace(temp, out)
     return out

@@ -24,7 +24,7 @@ from ryzen_nb.errors import ModelError
 from ryzen_nb.graph.builder import IR_VERSION, OPSET
 from ryzen_nb.graph.io import ModelLike, load_model
 
-__all__ = ["InputSpec", "PreparedModel", "prepare", "input_specs", "ort_session"]
+__all__ = ["InputSpec", "PreparedModel", "prepare", "input_specs", "ort_session", "run_with_outputs"]
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,17 @@ def ort_session(model: onnx.ModelProto, **options: Any) -> ort.InferenceSession:
     for key, value in options.items():
         setattr(so, key, value)
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def run_with_outputs(model: onnx.ModelProto, names: Sequence[str], feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Values of intermediate tensors ``names`` (and the graph outputs) for one feed: the model is
+    run once with those tensors added as outputs."""
+    probe = onnx.ModelProto()
+    probe.CopyFrom(model)
+    present = {o.name for o in probe.graph.output}
+    probe.graph.output.extend(onnx.ValueInfoProto(name=t) for t in dict.fromkeys(names) if t not in present)
+    wanted = [o.name for o in probe.graph.output]
+    return dict(zip(wanted, ort_session(probe).run(wanted, dict(feed))))
 
 
 def _tensor_dtype(elem_type: int) -> np.dtype:

@@ -130,10 +130,10 @@ class NPUProgram:
         }
 
     def write_report(self, path: str | Path) -> Path:
-        out = Path(path)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(self.report(), indent=2))
-        return out
+        """Write :meth:`report` as JSON (atomically), e.g. to ``vitisai_ep_report.json``."""
+        from ryzen_nb.graph.io import write_atomic
+
+        return write_atomic(path, json.dumps(self.report(), indent=2) + "\n")
 
     def __repr__(self) -> str:
         p = ", ".join(f"{k} {v}" for k, v in sorted(self.precisions.items()))

@@ -33,7 +33,7 @@ INT_OPS = {"Conv", "Gemm", "MatMul", "Add", "Mul", "AveragePool", "GlobalAverage
 FLOAT_MAC_OPS = {"Conv", "Gemm", "MatMul"}
 #: evaluated on bf16 values in integer models (A13)
 NONLINEAR_OPS = {"Sigmoid", "Tanh", "Softmax", "Erf", "Gelu", "Exp", "Log", "Sqrt", "Reciprocal", "Pow", "Div",
-                 "LayerNormalization", "InstanceNormalization", "HardSwish", "Mish", "Elu", "Softsign",
+                 "LayerNormalization", "InstanceNormalization", "HardSigmoid", "HardSwish", "Mish", "Elu", "Softsign",
                  "ReduceMean", "ReduceSum"}
 
 
@@ -76,6 +76,15 @@ class Kernel:
     @property
     def integer(self) -> bool:
         return self.output is not None
+
+    @property
+    def dynamic_weight(self) -> bool:
+        """A MatMul of two activations: the second operand's codes are a second kernel input."""
+        return self.weight is not None and self.weight.values is None
+
+    def input_codes(self) -> list[str]:
+        """The integer tensors an integer kernel reads, in order."""
+        return [r.codes for r in self.inputs] + ([self.weight.codes] if self.dynamic_weight else [])
 
 
 def _attrs(node: onnx.NodeProto) -> dict[str, Any]:
@@ -164,13 +173,17 @@ def _record_shapes(k: Kernel, shapes: dict[str, list[int]]) -> bool:
         if x is None or len(x) != 4:
             return False
         k.attrs["_channels"], k.attrs["_count"] = x[1], int(np.prod(x[2:]))
+    if k.dynamic_weight:
+        if x is None:
+            return False
+        k.attrs["_reduction"] = x[-1]
     return True
 
 
 def _integer_kernel(node, precision, producers, consumers, consts, index, by_index) -> Kernel | None:
     op = node.op_type
-    if op not in INT_OPS:
-        return None
+    if op not in INT_OPS or (op == "HardSigmoid" and precision != "XINT8"):
+        return None  # HardSigmoid's 2731/2**14 is the DPU's (XINT8); float-scale ones are bf16 (A13)
     k = Kernel(node, op, precision, attrs=_attrs(node), replaced=[node])
     data_inputs = [node.input[0]]
     if op in ("Add", "Mul"):
@@ -191,8 +204,8 @@ def _integer_kernel(node, precision, producers, consumers, consts, index, by_ind
         if len(node.input) < 2:
             return None
         w = _dq_ref(node.input[1], producers, consts)
-        if w is None or w.values is None:
-            return None
+        if w is None or (w.values is None and op != "MatMul"):
+            return None  # a MatMul may multiply two activations (attention); the others need weights
         k.weight = w
         if len(node.input) > 2 and node.input[2]:
             b = _dq_ref(node.input[2], producers, consts)

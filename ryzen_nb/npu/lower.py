@@ -67,7 +67,7 @@ def mark(model: onnx.ModelProto, program: Any, kernels: list[Kernel]) -> onnx.Mo
             emitted.add(kid)
             k = kernels[kid]
             if k.integer:
-                inputs = [r.codes for r in k.inputs]
+                inputs = k.input_codes()
                 outputs = [k.output.codes]
             else:
                 inputs = [n for n in k.node.input]
@@ -178,8 +178,18 @@ def _channel_shape(k: Kernel, ndim: int, size: int) -> list[int]:
     return shape
 
 
-def _mac_integer(b: GraphBuilder, k: Kernel, x: str, x_ref: QuantRef) -> str:
-    """Exact Σ (x - zx)(w - zw) as int64, with ConvInteger/MatMulInteger (int16 inputs split in bytes)."""
+def _mac_integer(b: GraphBuilder, k: Kernel, x: str, x_ref: QuantRef, w_codes: str | None = None) -> str:
+    """Exact Σ (x - zx)(w - zw) as int64, with ConvInteger/MatMulInteger (int16 inputs split in
+    bytes); a MatMul of two activations (``w_codes``) with 16-bit codes multiplies the centred codes
+    in float64, exact below 2**53 (checked)."""
+    if k.dynamic_weight:
+        assert w_codes is not None
+        if x_ref.dtype.itemsize == 1 and k.weight.dtype.itemsize == 1:
+            return b.op("Cast", b.op("MatMulInteger", *_mac_operands(b, k, x, w_codes)), to=TensorProto.INT64)
+        if _mac_bound(k) >= 2.0**53:  # pragma: no cover - a reduction of 2**21 16-bit products
+            raise NotImplementedError("MatMul of two 16-bit activations with a reduction beyond 2**21")
+        acc = b.op("MatMul", _centred(b, x, x_ref), _centred(b, w_codes, k.weight))
+        return b.op("Cast", acc, to=TensorProto.INT64)
     w = k.weight.values
     if k.op == "Gemm" and k.attrs.get("transB", 0):
         w = w.T
@@ -249,30 +259,34 @@ def _lower_integer(b: GraphBuilder, k: Kernel, inputs: list[str], rounding: str)
     return _lower_float_scale(b, k, inputs)
 
 
+def _code_bound(ref: QuantRef) -> int:
+    """The largest |code - zero point| of a quantized tensor's type."""
+    info = np.iinfo(ref.dtype)
+    zp = int(np.ravel(ref.zero_point)[0])
+    return max(abs(info.min - zp), abs(info.max - zp))
+
+
 def _mac_bound(k: Kernel) -> float:
     """An upper bound of |Σ (x - zx)(w - zw)| from the code ranges and the reduction length."""
+    if k.dynamic_weight:
+        return float(_code_bound(k.inputs[0])) * _code_bound(k.weight) * int(k.attrs["_reduction"])
     w = k.weight.values.astype(np.int64) - np.asarray(k.weight.zero_point).astype(np.int64)
-    info = np.iinfo(k.inputs[0].dtype)
-    zx = int(np.ravel(k.inputs[0].zero_point)[0])
-    x_max = max(abs(info.min - zx), abs(info.max - zx))
     reduction = w.size // (w.shape[0] if k.op == "Conv" else w.shape[-1])
-    return float(x_max) * float(np.abs(w).max(initial=0)) * reduction
+    return float(_code_bound(k.inputs[0])) * float(np.abs(w).max(initial=0)) * reduction
 
 
 def _elementwise_bound(k: Kernel) -> float:
     """An upper bound of the integer values an elementwise / pooling kernel multiplies."""
     bound = 1.0
     for r in k.inputs:
-        info = np.iinfo(r.dtype)
-        zp = int(np.ravel(r.zero_point)[0])
-        bound_r = float(max(abs(info.min - zp), abs(info.max - zp)))
+        bound_r = float(_code_bound(r))
         bound = bound * bound_r if k.op == "Mul" else max(bound, bound_r)
     if k.op in ("AveragePool", "GlobalAveragePool"):
         bound *= float(k.attrs.get("_count", 1)) * 2
     return bound * (len(k.inputs) if k.op == "Add" else 1)
 
 
-def _xint8_mac_int32(b: GraphBuilder, k: Kernel, x: str) -> str | None:
+def _xint8_mac_int32(b: GraphBuilder, k: Kernel, x: str, w_codes: str | None) -> str | None:
     """The XINT8 MAC requantised with integer operations only — DPU_ROUND is
     floor((acc + 2**(s-1)) / 2**s), an arithmetic right shift, done as an unsigned BitShift after
     adding an offset — or None when the shifts or ranges do not allow it."""
@@ -285,12 +299,12 @@ def _xint8_mac_int32(b: GraphBuilder, k: Kernel, x: str) -> str | None:
             return None
         bias = (k.bias.values.astype(np.int64) - np.asarray(k.bias.zero_point).astype(np.int64)) << shift_bias
     offset = 2**30
-    if shift < 0 or k.activation and k.activation[0] == "leaky" or \
+    if shift < 0 or k.activation and k.activation[0] == "leaky" or k.weight.dtype.itemsize != 1 or \
             _mac_bound(k) + float(np.abs(bias).max(initial=0)) + 2.0**shift >= offset:
         return None
     add = bias + (2 ** (shift - 1) if shift > 0 else 0) + offset
     add = add.reshape(_channel_shape(k, 4, add.size)) if k.op == "Conv" and add.size > 1 else add.reshape(-1 if add.size > 1 else ())
-    acc = b.op("ConvInteger" if k.op == "Conv" else "MatMulInteger", *_mac_operands(b, k, x), **_conv_attrs(k))
+    acc = b.op("ConvInteger" if k.op == "Conv" else "MatMulInteger", *_mac_operands(b, k, x, w_codes), **_conv_attrs(k))
     shifted = b.op("BitShift", b.op("Cast", b.op("Add", acc, _const(b, add, np.int32)), to=TensorProto.UINT32),
                    _const(b, shift, np.uint32), direction="RIGHT")
     y = b.op("Sub", b.op("Cast", shifted, to=TensorProto.INT32), _const(b, offset >> shift, np.int32))
@@ -303,22 +317,29 @@ def _conv_attrs(k: Kernel) -> dict[str, Any]:
     return {a: k.attrs[a] for a in ("dilations", "group", "kernel_shape", "pads", "strides", "auto_pad") if a in k.attrs}
 
 
-def _mac_operands(b: GraphBuilder, k: Kernel, x: str) -> list[str]:
-    w = k.weight.values.T if k.op == "Gemm" and k.attrs.get("transB", 0) else k.weight.values
+def _mac_operands(b: GraphBuilder, k: Kernel, x: str, w_codes: str | None = None) -> list[str]:
+    """Inputs of ConvInteger / MatMulInteger: codes, weight codes (a constant, or ``w_codes`` for a
+    MatMul of two activations) and both zero points."""
     zx = np.asarray(np.ravel(k.inputs[0].zero_point)[0]).astype(k.inputs[0].dtype)
-    wz = np.asarray(k.weight.zero_point).astype(w.dtype)
-    return [x, _const(b, w, w.dtype), _const(b, zx, zx.dtype), _const(b, wz.reshape(-1) if wz.size > 1 else wz.reshape(()), w.dtype)]
+    wz = np.asarray(k.weight.zero_point).astype(k.weight.dtype)
+    wz = wz.reshape(-1) if wz.size > 1 else wz.reshape(())
+    if k.dynamic_weight:
+        assert w_codes is not None
+        return [x, w_codes, _const(b, zx, zx.dtype), _const(b, wz, wz.dtype)]
+    w = k.weight.values.T if k.op == "Gemm" and k.attrs.get("transB", 0) else k.weight.values
+    return [x, _const(b, w, w.dtype), _const(b, zx, zx.dtype), _const(b, wz, w.dtype)]
 
 
 def _lower_xint8(b: GraphBuilder, k: Kernel, inputs: list[str], rounding: str) -> str:
     f64 = lambda v: _const(b, v, np.float64)  # noqa: E731
     p_out = k.output.pos
+    w_codes = inputs[1] if k.dynamic_weight else None
     if k.op in ("Conv", "Gemm", "MatMul") and rounding == "half_up" and k.inputs[0].dtype.itemsize == 1:
-        fast = _xint8_mac_int32(b, k, inputs[0])
+        fast = _xint8_mac_int32(b, k, inputs[0], w_codes)
         if fast is not None:
             return fast
     if k.op in ("Conv", "Gemm", "MatMul"):
-        acc = b.op("Cast", _mac_integer(b, k, inputs[0], k.inputs[0]), to=TensorProto.DOUBLE)
+        acc = b.op("Cast", _mac_integer(b, k, inputs[0], k.inputs[0], w_codes), to=TensorProto.DOUBLE)
         p_acc = k.inputs[0].pos + k.weight.pos
         if k.bias is not None:
             bias = (k.bias.values.astype(np.int64) - np.asarray(k.bias.zero_point).astype(np.int64)).astype(np.float64)
@@ -386,7 +407,7 @@ def _requant_int64(b: GraphBuilder, num: str, shift: int) -> str:
     return b.op("Add", q, b.op("Cast", up, to=TensorProto.INT64))
 
 
-def _float_scale_mac_double(b: GraphBuilder, k: Kernel, x: str) -> str | None:
+def _float_scale_mac_double(b: GraphBuilder, k: Kernel, x: str, w_codes: str | None) -> str | None:
     """A8W8 MAC requantised in float64 — exact when |acc * C| < 2**53 and the bias has the
     scale s_in*s_w (then it adds to the int32 accumulator): acc * (C * 2**-shift), rounded half
     to even, the same numbers as the int64 route."""
@@ -395,7 +416,7 @@ def _float_scale_mac_double(b: GraphBuilder, k: Kernel, x: str) -> str | None:
     m = s_in * np.ravel(k.weight.scale).astype(np.float64) / s_out
     _, shift = multiplier(float(np.max(m)))
     c = np.array([int(round(mi * 2.0**shift)) for mi in m], np.int64)
-    if k.inputs[0].dtype.itemsize != 1 or (k.activation and k.activation[0] == "leaky"):
+    if k.inputs[0].dtype.itemsize != 1 or k.weight.dtype.itemsize != 1 or (k.activation and k.activation[0] == "leaky"):
         return None
     bias = None
     if k.bias is not None:
@@ -405,7 +426,7 @@ def _float_scale_mac_double(b: GraphBuilder, k: Kernel, x: str) -> str | None:
     bound = _mac_bound(k) + (float(np.abs(bias).max(initial=0)) if bias is not None else 0.0)
     if bound >= 2**31 or bound * float(c.max(initial=0)) >= 2.0**53:
         return None
-    acc = b.op("ConvInteger" if k.op == "Conv" else "MatMulInteger", *_mac_operands(b, k, x), **_conv_attrs(k))
+    acc = b.op("ConvInteger" if k.op == "Conv" else "MatMulInteger", *_mac_operands(b, k, x, w_codes), **_conv_attrs(k))
     if bias is not None:
         shape = _channel_shape(k, 4, bias.size) if k.op == "Conv" else [bias.size]
         acc = b.op("Add", acc, _const(b, bias.reshape(shape), np.int32))
@@ -420,13 +441,14 @@ def _lower_float_scale(b: GraphBuilder, k: Kernel, inputs: list[str]) -> str:
     """A8W8 / A16W8: integer multiplier and shift, round half to even (A12)."""
     s_out = float(np.ravel(k.output.scale)[0])
     i64 = lambda v: _const(b, v, np.int64)  # noqa: E731
+    w_codes = inputs[1] if k.dynamic_weight else None
     if k.op in ("Conv", "Gemm", "MatMul"):
-        fast = _float_scale_mac_double(b, k, inputs[0])
+        fast = _float_scale_mac_double(b, k, inputs[0], w_codes)
         if fast is not None:
             return fast
     terms: list[tuple[str, np.ndarray]] = []
     if k.op in ("Conv", "Gemm", "MatMul"):
-        acc = _mac_integer(b, k, inputs[0], k.inputs[0])
+        acc = _mac_integer(b, k, inputs[0], k.inputs[0], w_codes)
         s_in = float(np.ravel(k.inputs[0].scale)[0])
         terms.append((acc, s_in * np.ravel(k.weight.scale).astype(np.float64) / s_out))
         if k.bias is not None:

@@ -18,6 +18,7 @@ on the CPU (NPU_SPEC §2.4, assumption A9).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import onnx
@@ -175,6 +176,7 @@ def _attribute_problem(node: onnx.NodeProto, shapes: dict[str, list], consts: di
 
 
 _FLOAT = onnx.TensorProto.FLOAT
+_MAC_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 
 
 def partition(model: onnx.ModelProto, target: Target, options: PartitionOptions = PartitionOptions()
@@ -220,6 +222,10 @@ def partition(model: onnx.ModelProto, target: Target, options: PartitionOptions 
                 float_acts.append(name)
         precision, problem = node_precision(acts, weights, float_acts)
         a.precision = precision
+        if not problem and int_model and precision not in ("FP32", "OTHER") and node.op_type in _MAC_OPS:
+            float_weight = next((n for n in node.input[1:3] if n and n not in qinfo and types.get(n) == _FLOAT), None)
+            if float_weight:
+                problem = f"its weight or bias {float_weight!r} is not quantized"
         if problem:
             a.reason = problem
             continue
@@ -261,7 +267,7 @@ def partition(model: onnx.ModelProto, target: Target, options: PartitionOptions 
         a.device = "NPU"
         a.precision = run_as if precision in ("FP32", "MX") else precision
 
-    _fuse_activations(graph, nodes, producers)
+    _fuse_activations(graph, nodes, producers, consts)
     _place_quantizers(graph, nodes, producers, consumers, consts)
     subgraphs = _subgraphs(nodes, producers)
     # X1 gates apply to the whole INT8 model
@@ -295,11 +301,23 @@ FUSED_ACTIVATIONS = {"Relu", "Clip", "LeakyRelu", "PRelu", "HardSigmoid", "HardS
 FUSING_PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "BatchNormalization"}
 
 
-def _fuse_activations(graph, nodes: list[NodeAssignment], producers: dict[str, onnx.NodeProto]) -> None:
+def _fuse_activations(graph, nodes: list[NodeAssignment], producers: dict[str, onnx.NodeProto],
+                      consts: dict[str, Any]) -> None:
     index = {id(n): i for i, n in enumerate(graph.node)}
     for i, node in enumerate(graph.node):
         a = nodes[i]
-        if a.device == "NPU" or node.op_type not in FUSED_ACTIVATIONS or not node.input:
+        if a.device == "NPU" or not node.input:
+            continue
+        src = producers.get(node.input[0])
+        if node.op_type == "Mul" and src is not None and src.op_type in ("AveragePool", "GlobalAveragePool"):
+            # the correction factor of a DPU-rewritten average pool (k/2**n, NPU_SPEC §4.1.5) is
+            # the pool kernel's own multiplier
+            other = [t for t in node.input if t != node.input[0]]
+            pool = nodes[index[id(src)]]
+            if pool.device == "NPU" and len(other) == 1 and other[0] in consts and np.size(consts[other[0]]) == 1:
+                a.device, a.precision, a.reason = "NPU", pool.precision, ""
+            continue
+        if node.op_type not in FUSED_ACTIVATIONS:
             continue
         src = producers.get(node.input[0])
         while src is not None and nodes[index[id(src)]].quantizer and src.input:

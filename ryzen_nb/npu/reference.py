@@ -116,6 +116,11 @@ def _mac(k: Kernel, x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.matmul(x, w)
 
 
+def _weight_codes(k: Kernel, inputs: list[np.ndarray]) -> np.ndarray:
+    """A MAC kernel's weight codes: a constant, or the second input of a MatMul of two activations."""
+    return inputs[1] if k.dynamic_weight else k.weight.values
+
+
 def _bias_shape(k: Kernel, b: np.ndarray, ndim: int) -> np.ndarray:
     if k.op == "Conv":
         return b.reshape(1, -1, *([1] * (ndim - 2)))
@@ -137,7 +142,7 @@ def _xint8(k: Kernel, inputs: list[np.ndarray], rounding: str) -> np.ndarray:
     p_out = out.pos
     xs = [_centred(r, v) for r, v in zip(k.inputs, inputs)]
     if k.op in ("Conv", "Gemm", "MatMul"):
-        w = _centred(k.weight, k.weight.values)
+        w = _centred(k.weight, _weight_codes(k, inputs))
         acc = _mac(k, xs[0], w).astype(np.float64)
         p_acc = k.inputs[0].pos + k.weight.pos
         if k.bias is not None:
@@ -205,7 +210,7 @@ def _float_scale(k: Kernel, inputs: list[np.ndarray]) -> np.ndarray:
     s_out = float(np.ravel(out.scale)[0])
     xs = [_centred(r, v) for r, v in zip(k.inputs, inputs)]
     if k.op in ("Conv", "Gemm", "MatMul"):
-        w = _centred(k.weight, k.weight.values)
+        w = _centred(k.weight, _weight_codes(k, inputs))
         acc = _mac(k, xs[0], w)
         s_in = float(np.ravel(k.inputs[0].scale)[0])
         s_w = np.ravel(k.weight.scale).astype(np.float64)

@@ -83,22 +83,14 @@ class NPUSession:
         received in one emulated run, and compare its output bit for bit (pandas DataFrame)."""
         import pandas as pd
 
-        from ryzen_nb.graph.prepare import ort_session as session_of
+        from ryzen_nb.graph.prepare import run_with_outputs
         from ryzen_nb.npu.graph import constant_values
         from ryzen_nb.npu.reference import run_kernel
 
         markers = [n for n in self.marked.graph.node if n.domain == MARKER_DOMAIN]
         consts = constant_values(self.emulated)
         wanted = sorted({t for n in markers for t in list(n.input) + list(n.output) if t and t not in consts})
-        probe = type(self.emulated)()
-        probe.CopyFrom(self.emulated)
-        present = {o.name for o in probe.graph.output}
-        import onnx
-
-        for t in wanted:
-            if t not in present:
-                probe.graph.output.append(onnx.ValueInfoProto(name=t))
-        values = dict(zip(wanted, session_of(probe).run(wanted, dict(input_feed)))) | consts
+        values = run_with_outputs(self.emulated, wanted, input_feed) | consts
         rows = []
         for n in markers:
             kid = next(a.i for a in n.attribute if a.name == "kid")

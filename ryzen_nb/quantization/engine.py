@@ -158,7 +158,7 @@ def make_plan(model: onnx.ModelProto, settings: Settings) -> QuantPlan:
         info = op_info(node)
         assert info is not None
         for k, name in enumerate(node.input):
-            if not name or not is_float(name):
+            if not name or not is_float(name) or k in info.config_inputs:
                 continue
             if name in inits:
                 if name in settings.keep_float:

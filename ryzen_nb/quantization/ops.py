@@ -24,6 +24,9 @@ class OpInfo:
     #: block formats: run blocks of this op's activation inputs along the reduction axis
     #: ("channel" = axis 1 of NCHW, "last" = the last axis), if it has one
     reduction: str | None = None
+    #: float inputs that configure the operator rather than carry data (Clip's bounds, Resize's
+    #: scales): never quantized, as in onnxruntime's and Quark's QDQ quantizers
+    config_inputs: tuple[int, ...] = ()
 
     @property
     def moves_data(self) -> bool:
@@ -45,7 +48,7 @@ OPS: dict[str, OpInfo] = _ops(
     OpInfo("Div", "eltwise"),
     OpInfo("Concat", "other"),
     OpInfo("Relu", "activation"),
-    OpInfo("Clip", "activation"),
+    OpInfo("Clip", "activation", config_inputs=(1, 2)),
     OpInfo("LeakyRelu", "activation"),
     OpInfo("PRelu", "activation", (1,)),
     OpInfo("Sigmoid", "activation"),
@@ -67,8 +70,8 @@ OPS: dict[str, OpInfo] = _ops(
     OpInfo("ReduceMax", "reduce"),
     OpInfo("LayerNormalization", "norm", (1, 2)),
     OpInfo("InstanceNormalization", "norm", (1, 2)),
-    OpInfo("Resize", "data"),
-    OpInfo("Pad", "data"),
+    OpInfo("Resize", "data", config_inputs=(1, 2)),
+    OpInfo("Pad", "data", config_inputs=(2,)),
     OpInfo("Slice", "data"),
     OpInfo("Split", "data"),
     OpInfo("Reshape", "data"),

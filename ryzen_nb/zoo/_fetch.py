@@ -34,6 +34,7 @@ from pathlib import Path
 from tqdm.auto import tqdm
 
 from ryzen_nb.errors import RyzenNBError
+from ryzen_nb.graph.io import temporary_beside, write_atomic
 
 __all__ = [
     "CACHE_ENV",
@@ -123,24 +124,15 @@ def sha256_of(path: Path) -> str:
 
 @contextlib.contextmanager
 def _temporary_beside(dest: Path) -> Iterator[Path]:
-    """A fresh temporary file name in ``dest``'s folder (same file system, so os.replace is atomic).
-
-    The file is removed on the way out unless the caller renamed it into place.
-    """
+    """:func:`ryzen_nb.graph.io.temporary_beside`, creating the cache folder with the zoo's errors."""
     _ensure_dir(dest.parent)
-    handle, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    os.close(handle)
-    temp = Path(name)
-    try:
+    with temporary_beside(dest) as temp:
         yield temp
-    finally:
-        temp.unlink(missing_ok=True)
 
 
 def atomic_write_bytes(dest: Path, data: bytes) -> None:
-    with _temporary_beside(dest) as temp:
-        temp.write_bytes(data)
-        os.replace(temp, dest)
+    _ensure_dir(dest.parent)
+    write_atomic(dest, data)
 
 
 @contextlib.contextmanager

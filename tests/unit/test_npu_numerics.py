@@ -1,0 +1,160 @@
+"""NPU numerics: the ONNX fast path equals the numpy reference kernels bit for bit, for every
+precision and every kernel kind, and the emulation stays close to the plain QDQ simulation."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import ryzen_nb
+from ryzen_nb import npu
+from ryzen_nb.errors import CalibrationDataError, ConfigError
+from ryzen_nb.graph.builder import make_model
+from ryzen_nb.npu.kernels import Kernel, QuantRef
+from ryzen_nb.npu.lower import MARKER_DOMAIN
+from ryzen_nb.npu.reference import multiplier, run_kernel
+from ryzen_nb.testing import bert_encoder, random_images, random_tokens, resnet_cnn
+
+
+def op_zoo() -> onnx.ModelProto:
+    """Every integer kernel kind in one model: Conv (+bias, fused LeakyRelu / ReLU6), Add, Mul,
+    AveragePool, a LeakyRelu of its own, HardSigmoid, GlobalAveragePool, Gemm (+bias), MatMul."""
+    rng = np.random.default_rng(0)
+
+    def init(name, shape, scale=0.3):
+        return numpy_helper.from_array((rng.standard_normal(shape) * scale).astype(np.float32), name)
+
+    inits = [init("W1", (8, 8, 3, 3)), init("B1", (8,), 0.1), init("W2", (8, 8, 1, 1)), init("Wg", (16, 8)),
+             init("bg", (16,), 0.1), init("Wm", (16, 4)),
+             numpy_helper.from_array(np.float32(0), "zero"), numpy_helper.from_array(np.float32(6), "six")]
+    n = helper.make_node
+    nodes = [
+        n("Conv", ["x", "W1", "B1"], ["c1"], name="conv1", pads=[1, 1, 1, 1]),
+        n("LeakyRelu", ["c1"], ["a1"], name="leaky", alpha=0.1),
+        n("Conv", ["a1", "W2"], ["c2"], name="conv2"),
+        n("Clip", ["c2", "zero", "six"], ["a2"], name="relu6"),
+        n("Add", ["a1", "a2"], ["s"], name="add"),
+        n("Mul", ["s", "a2"], ["m"], name="mul"),
+        n("AveragePool", ["m"], ["p"], name="avgpool", kernel_shape=[2, 2], strides=[2, 2]),
+        n("LeakyRelu", ["p"], ["lp"], name="leaky_alone", alpha=0.2),
+        n("HardSigmoid", ["lp"], ["h"], name="hsig", alpha=1 / 6, beta=0.5),
+        n("GlobalAveragePool", ["h"], ["g"], name="gap"),
+        n("Flatten", ["g"], ["f"], name="flatten"),
+        n("Gemm", ["f", "Wg", "bg"], ["y1"], name="gemm", transB=1),
+        n("MatMul", ["y1", "Wm"], ["y"], name="matmul"),
+    ]
+    graph = helper.make_graph(nodes, "op_zoo", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], inits)
+    return make_model(graph)
+
+
+ZOO_DATA = list(np.random.default_rng(1).standard_normal((16, 1, 8, 8, 8)).astype(np.float32))
+INTEGER_KERNELS = {"Conv", "Add", "Mul", "AveragePool", "LeakyRelu", "GlobalAveragePool", "Gemm", "MatMul"}
+
+
+@pytest.mark.parametrize("preset, expected", [
+    ("XINT8", INTEGER_KERNELS), ("A8W8", INTEGER_KERNELS), ("A16W8", INTEGER_KERNELS),
+    ("BF16", {"Conv", "Gemm", "MatMul"}), ("BFP16", {"Conv", "Gemm", "MatMul"}),
+])
+def test_every_kernel_is_bit_exact_against_the_reference(preset: str, expected: set[str]) -> None:
+    q = ryzen_nb.quantize(op_zoo(), None, preset, ZOO_DATA, progress=False).model
+    for rounding in ("half_up", "half_even") if preset == "XINT8" else ("half_up",):
+        session = npu.NPUSession(q, "STX", rounding=rounding)
+        assert not any(node.domain == MARKER_DOMAIN for node in session.emulated.graph.node)  # plain ONNX
+        for x in ZOO_DATA[:3]:
+            checked = session.check_kernels({"x": x})
+            assert checked.mismatches.sum() == 0, checked[checked.mismatches > 0]
+        assert expected <= set(checked.op)
+    if preset == "XINT8":
+        fused = {k.node.name: k.activation for k in session.kernels if k.activation}
+        assert fused["conv1"][0] == "leaky" and fused["conv2"][0] == "clip"
+
+
+@pytest.mark.parametrize("preset", ["XINT8", "A8W8", "A16W8", "BF16", "BFP16"])
+def test_whole_cnn_equals_the_reference_interpreter(preset: str) -> None:
+    model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16)
+    data = random_images(8, size=16)
+    q = ryzen_nb.quantize(model, None, preset, data, progress=False).model
+    session = npu.NPUSession(q, "STX")
+    for x in data[:2]:
+        feed = {"input": x[None]}
+        assert np.array_equal(session.run(None, feed)[0], session.reference_run(feed)[0])
+
+
+@pytest.mark.parametrize("preset", ["XINT8", "A8W8", "A16W8", "BF16", "BFP16"])
+def test_encoder_kernels_are_bit_exact(preset: str) -> None:
+    model = bert_encoder(0, layers=1, hidden=32, heads=2, seq_len=8)
+    tokens = random_tokens(8, seq_len=8)
+    q = ryzen_nb.quantize(model, None, preset, list(tokens[:, None]), progress=False).model
+    session = npu.NPUSession(q, "STX")
+    checked = session.check_kernels({model.graph.input[0].name: tokens[:1]})
+    assert len(checked) and checked.mismatches.sum() == 0
+    assert {"Gemm", "MatMul"} <= set(checked.op)
+
+
+def _ref(codes, scale, zp, dtype, values=None) -> QuantRef:
+    return QuantRef(codes, np.float32(scale), np.asarray(zp, dtype), np.dtype(dtype), values)
+
+
+def test_xint8_requantisation_by_hand() -> None:
+    """A 1x1 convolution worked out on paper: x pos 4, w pos 5 -> accumulator pos 9, output pos 6,
+    so the accumulator is shifted right by 3 with DPU_ROUND (ties toward +inf) or half-even."""
+    w = np.array([[[[3]], [[-2]]]], np.int8)  # [1, 2, 1, 1]
+    node = helper.make_node("Conv", ["x", "w"], ["y"])
+    k = Kernel(node, "Conv", "XINT8", inputs=[_ref("x", 2.0**-4, 0, np.int8)], weight=_ref("w", 2.0**-5, 0, np.int8, w),
+               output=_ref("y", 2.0**-6, 0, np.int8), attrs={"kernel_shape": [1, 1]})
+    # acc = 3*x0 - 2*x1 = 12, -12, 20, 4, 637 -> /8 = 1.5, -1.5, 2.5, 0.5, 79.625
+    x = np.array([[4, 0], [-4, 0], [4, -4], [0, -2], [127, -128]], np.int8).T.reshape(1, 2, 5, 1)
+    assert run_kernel(k, [x], "half_up").ravel().tolist() == [2, -1, 3, 1, 80]  # DPU_ROUND: ties toward +inf
+    assert run_kernel(k, [x], "half_even").ravel().tolist() == [2, -2, 2, 0, 80]
+    k.output = _ref("y", 2.0**-9, 0, np.int8)  # no shift: 637 saturates, -12 does not
+    assert run_kernel(k, [x], "half_up").ravel().tolist() == [12, -12, 20, 4, 127]
+
+
+def test_float_scale_multiplier_follows_voe() -> None:
+    # C * 2**-shift closest to m with C <= 2**23 - 1 (A12)
+    for m in (0.0173, 1.0, 3.9e-5, 0.5):
+        c, shift = multiplier(m)
+        assert 2**22 <= c <= 2**23 - 1
+        assert abs(c * 2.0**-shift - m) <= 2.0 ** -(shift + 1)
+
+
+def test_xint8_emulation_stays_close_to_the_qdq_simulation() -> None:
+    """The tolerance users can expect on a CNN: mean cosine >= 0.995 and the same top-1 class on at
+    least 90% of inputs between the NPU arithmetic and onnxruntime's QDQ simulation (measured: 0.9993, 100%)."""
+    q = ryzen_nb.quantize(resnet_cnn(0), None, "XINT8", random_images(32), progress=False).model
+    report = npu.divergence(q, random_images(24, seed=7), "STX", per_layer=True)
+    row = report.table.iloc[0]
+    assert report.ok and report.samples == 24
+    assert row.cosine_mean >= 0.995 and row.top1_agreement >= 0.9
+    assert report.layers.cosine.min() > 0.99 and report.first_divergent_layer is None
+    assert "no output diverges" in report.summary()
+
+
+def test_divergence_flags_outputs_beyond_the_threshold() -> None:
+    q = ryzen_nb.quantize(resnet_cnn(0, blocks=(1,), width=8, image_size=16), None, "XINT8", random_images(8, size=16),
+                          progress=False).model
+    strict = npu.divergence(q, random_images(4, size=16, seed=3), "PHX", cosine_threshold=1.0, per_layer=True)
+    assert not strict.ok and strict.flagged == ["logits"]
+    assert strict.first_divergent_layer is not None and "diverges" in strict.summary()
+    assert "DIVERGES" in repr(strict)
+    with pytest.raises(CalibrationDataError):
+        npu.divergence(q, [], "PHX")
+    with pytest.raises(CalibrationDataError, match="shape"):
+        npu.divergence(q, random_images(2, size=8), "PHX")
+
+
+def test_session_surface_and_options() -> None:
+    q = ryzen_nb.quantize(resnet_cnn(0, blocks=(1,), width=8, image_size=16), None, "XINT8", random_images(8, size=16),
+                          progress=False).model
+    session = npu.NPUSession(q, "PHX")
+    assert [i.name for i in session.get_inputs()] == ["input"] and [o.name for o in session.get_outputs()] == ["logits"]
+    out = session.run(["logits"], {"input": random_images(1, size=16)})
+    assert out[0].shape == (1, 10) and session.target.name == "PHX"
+    table = session.emulation()
+    assert set(table.arithmetic) >= {"integer"} and (table.precision == "XINT8").all()
+    assert "NPUSession PHX" in repr(session)
+    with pytest.raises(ConfigError, match="half_up"):
+        npu.NPUSession(q, "PHX", rounding="nearest")
