@@ -150,7 +150,28 @@ def lower(marked: onnx.ModelProto, kernels: list[Kernel], rounding: str = "half_
     from ryzen_nb.graph.prepare import _constants_to_initializers
 
     _constants_to_initializers(m)
+    _prune(m)
     return m
+
+
+def _prune(m: onnx.ModelProto) -> None:
+    """Drop nodes whose outputs nothing reads (the weight DequantizeLinear nodes the kernels made
+    redundant, among others): onnxruntime runs them otherwise, DequantizeLinear is never folded."""
+    graph = m.graph
+    needed = {o.name for o in graph.output}
+    kept: list[onnx.NodeProto] = []
+    for node in reversed(graph.node):
+        if any(o in needed for o in node.output if o):
+            kept.append(node)
+            needed.update(i for i in node.input if i)
+            for attr in node.attribute:  # names a subgraph reads from the outer scope
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    needed.update(i for n in attr.g.node for i in n.input)
+    del graph.node[:]
+    graph.node.extend(reversed(kept))
+    inits = [t for t in graph.initializer if t.name in needed]
+    del graph.initializer[:]
+    graph.initializer.extend(inits)
 
 
 def _rename_output(nodes: list[onnx.NodeProto], old: str, new: str) -> None:
@@ -221,7 +242,7 @@ def _mac_integer(b: GraphBuilder, k: Kernel, x: str, x_ref: QuantRef, w_codes: s
 
 
 def _centred(b: GraphBuilder, codes: str, ref: QuantRef, dtype: Any = np.float64) -> str:
-    to = TensorProto.DOUBLE if dtype == np.float64 else TensorProto.INT64
+    to = {np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.float32): TensorProto.FLOAT}.get(np.dtype(dtype), TensorProto.INT64)
     zp = np.asarray(ref.zero_point).astype(dtype)
     return b.op("Sub", b.op("Cast", codes, to=to), _const(b, zp, dtype))
 
@@ -311,6 +332,135 @@ def _xint8_mac_int32(b: GraphBuilder, k: Kernel, x: str, w_codes: str | None) ->
     return _saturate_codes(b, k, y, np.int32)
 
 
+#: float32 represents every integer below 2**24; one bit of margin for the +0.5 of DPU_ROUND
+_F32_EXACT = 2.0**23
+
+
+def _weight_l1_bound(k: Kernel) -> float:
+    """max over output channels of Σ|w - zw| (the tighter bound for a constant weight)."""
+    if k.dynamic_weight:
+        return float(_code_bound(k.weight)) * int(k.attrs["_reduction"])
+    return _l1_per_output(k, _centred_weight(k))
+
+
+def _f32_mac(b: GraphBuilder, k: Kernel, x: str, w_codes: str | None, bias: np.ndarray | None,
+             unit: float, margin: float = 1.0) -> tuple[str, Any] | None:
+    """``(Σ (x - zx)(w - zw) + bias) * unit`` computed exactly with onnxruntime's own float32
+    Conv / MatMul (MLAS: as fast as the FP32 model); returns (tensor, numpy dtype) or None.
+
+    ``unit`` is a power of two and ``bias`` integers in accumulator units, so every product and
+    partial sum is an integer times ``unit``: float32 holds them exactly, in any summation order,
+    while their magnitude (times ``margin``) stays below 2**23 — then one float32 MAC does it.
+    Otherwise a constant weight is split in base-16 digits, ``w = 16 w_hi + w_lo``, each digit's MAC
+    exact in float32, and the pieces are summed in float64. Codes are centred by Cast and Sub, not
+    DequantizeLinear: onnxruntime rewrites DequantizeLinear -> Conv -> QuantizeLinear into its own
+    quantized kernels (re-quantizing the float weight on the way), with other numbers."""
+    x_bound = float(_code_bound(k.inputs[0]))
+    bias_max = float(np.abs(bias).max(initial=0)) if bias is not None else 0.0
+    xf = _centred(b, x, k.inputs[0], np.float32)
+    if (x_bound * _weight_l1_bound(k) + bias_max) * margin < _F32_EXACT:
+        if k.dynamic_weight:
+            wf = b.op("Mul", _centred(b, w_codes, k.weight, np.float32), _const(b, unit, np.float32))
+            return _mac_node(b, k, xf, wf, None if bias is None else bias * unit, np.float32), np.float32
+        return _mac_node(b, k, xf, _const(b, (_centred_weight(k) * unit).astype(np.float32), np.float32),
+                         None if bias is None else bias * unit, np.float32), np.float32
+    if k.dynamic_weight:
+        return None
+    w = _centred_weight(k).astype(np.int64)
+    digits = [(16.0, np.floor_divide(w, 16)), (1.0, np.mod(w, 16))]
+    for _, d in digits:
+        if x_bound * _l1_per_output(k, d) >= _F32_EXACT:
+            return None
+    acc = None
+    for place, d in digits:
+        part = _mac_node(b, k, xf, _const(b, (d * (place * unit)).astype(np.float32), np.float32), None, np.float32)
+        part = b.op("Cast", part, to=TensorProto.DOUBLE)
+        acc = part if acc is None else b.op("Add", acc, part)
+    if bias is not None:
+        shape = _channel_shape(k, 4, -1) if k.op == "Conv" and np.size(bias) > 1 else np.shape(bias)
+        acc = b.op("Add", acc, _const(b, (bias.astype(np.float64) * unit).reshape(shape), np.float64))
+    return acc, np.float64
+
+
+def _centred_weight(k: Kernel) -> np.ndarray:
+    """Constant weight codes minus their zero point, laid out for Conv (as is) or MatMul ([K, N])."""
+    zp = np.asarray(k.weight.zero_point).astype(np.float64)
+    if k.op == "Conv" and zp.size > 1:
+        zp = zp.reshape(_channel_shape(k, k.weight.values.ndim, -1))
+    w = k.weight.values.astype(np.float64) - zp
+    return w.T if k.op == "Gemm" and k.attrs.get("transB", 0) else w
+
+
+def _l1_per_output(k: Kernel, w: np.ndarray) -> float:
+    """max over output channels of Σ|w| for a weight laid out by :func:`_centred_weight`."""
+    a = np.abs(w)
+    return float((a.reshape(a.shape[0], -1).sum(axis=1) if k.op == "Conv" else a.sum(axis=0)).max(initial=0))
+
+
+def _mac_node(b: GraphBuilder, k: Kernel, xf: str, wf: str, bias: np.ndarray | None, dtype: Any) -> str:
+    if k.op == "Conv":
+        inputs = [xf, wf]
+        if bias is not None:
+            channels = k.weight.values.shape[0]
+            inputs.append(_const(b, np.broadcast_to(np.asarray(bias).reshape(-1), (channels,)), dtype))
+        return b.op("Conv", *inputs, **_conv_attrs(k))
+    y = b.op("MatMul", xf, wf)
+    return b.op("Add", y, _const(b, np.asarray(bias, np.float64), dtype)) if bias is not None else y
+
+
+def _xint8_mac_f32(b: GraphBuilder, k: Kernel, x: str, w_codes: str | None, rounding: str) -> str | None:
+    """The XINT8 MAC kernel at FP32 speed: accumulator (bias << shift_bias included) scaled by
+    2**-shift_cut in the Conv itself, the fused activation, DPU_ROUND as Floor(v + 0.5) (the +0.5
+    rides in the bias) or half-even, then QuantizeLinear(scale 1) adds the zero point and saturates."""
+    p_acc = k.inputs[0].pos + k.weight.pos
+    shift = p_acc - k.output.pos
+    leaky = k.activation is not None and k.activation[0] == "leaky"
+    bias = None
+    if k.bias is not None:
+        shift_bias = p_acc - k.bias.pos
+        if shift_bias < 0:
+            return None
+        bias = (k.bias.values.astype(np.int64) - np.asarray(k.bias.zero_point).astype(np.int64)) * 2**shift_bias
+    half = rounding == "half_up" and not leaky  # with leaky the +0.5 comes after the activation
+    if half:
+        bias = (np.zeros(1, np.int64) if bias is None else bias).astype(np.float64) + 2.0 ** (shift - 1)
+    margin = 256.0 if leaky else 1.0  # leaky's alpha = k/256 adds 8 fractional bits
+    if leaky and round(k.activation[1] * 256) > 256:
+        return None
+    mac = _f32_mac(b, k, x, w_codes, bias, 2.0**-shift, margin)
+    if mac is None:
+        return None
+    v, dtype = mac
+    if leaky:
+        alpha = round(k.activation[1] * 256) / 256
+        v = b.op("Max", v, b.op("Mul", v, _const(b, alpha, dtype)))  # v < 0: alpha * v, exact
+        if rounding == "half_up":
+            v = b.op("Add", v, _const(b, 0.5, dtype))
+    if rounding == "half_up":
+        v = b.op("Floor", v)
+    return _requantize_integer_f32(b, k, v, dtype)
+
+
+def _requantize_integer_f32(b: GraphBuilder, k: Kernel, y: str, dtype: Any = np.float32) -> str:
+    """Integer-valued (or half-even-pending) ``y`` -> output codes: fused ReLU / clip, then
+    QuantizeLinear with scale 1 (rounds half to even, adds the zero point, saturates). A float64
+    ``y`` is clamped to ±2**22 and cast to float32 first (exact; nothing it clamps survives the
+    saturation, and onnxruntime's Relu+Clip fusion fails on float64)."""
+    out = k.output
+    scale = float(np.ravel(out.scale)[0])
+    if np.dtype(dtype) == np.float64:
+        y = b.op("Cast", b.clip(y, -2.0**22, 2.0**22, dtype=np.float64), to=TensorProto.FLOAT)
+    if k.activation is not None and k.activation[0] == "relu":
+        y = b.op("Relu", y)
+    elif k.activation is not None and k.activation[0] == "clip":
+        _, lo, hi = k.activation
+        lo_code = -np.inf if lo is None else float(np.ceil(lo / scale - 1e-9))
+        hi_code = np.inf if hi is None else float(np.floor(hi / scale + 1e-9))
+        y = b.clip(y, max(lo_code, -2.0**31), min(hi_code, 2.0**31))
+    zp = np.asarray(np.ravel(out.zero_point)[0]).astype(out.dtype)
+    return b.op("QuantizeLinear", y, _const(b, 1.0, np.float32), _const(b, zp, out.dtype))
+
+
 def _conv_attrs(k: Kernel) -> dict[str, Any]:
     if k.op != "Conv":
         return {}
@@ -334,6 +484,10 @@ def _lower_xint8(b: GraphBuilder, k: Kernel, inputs: list[str], rounding: str) -
     f64 = lambda v: _const(b, v, np.float64)  # noqa: E731
     p_out = k.output.pos
     w_codes = inputs[1] if k.dynamic_weight else None
+    if k.op in ("Conv", "Gemm", "MatMul"):
+        fast = _xint8_mac_f32(b, k, inputs[0], w_codes, rounding)
+        if fast is not None:
+            return fast
     if k.op in ("Conv", "Gemm", "MatMul") and rounding == "half_up" and k.inputs[0].dtype.itemsize == 1:
         fast = _xint8_mac_int32(b, k, inputs[0], w_codes)
         if fast is not None:
@@ -426,10 +580,14 @@ def _float_scale_mac_double(b: GraphBuilder, k: Kernel, x: str, w_codes: str | N
     bound = _mac_bound(k) + (float(np.abs(bias).max(initial=0)) if bias is not None else 0.0)
     if bound >= 2**31 or bound * float(c.max(initial=0)) >= 2.0**53:
         return None
-    acc = b.op("ConvInteger" if k.op == "Conv" else "MatMulInteger", *_mac_operands(b, k, x, w_codes), **_conv_attrs(k))
-    if bias is not None:
-        shape = _channel_shape(k, 4, bias.size) if k.op == "Conv" else [bias.size]
-        acc = b.op("Add", acc, _const(b, bias.reshape(shape), np.int32))
+    mac = _f32_mac(b, k, x, w_codes, bias, 1.0)  # the exact accumulator at FP32 speed, if it fits
+    if mac is not None:
+        acc = mac[0]
+    else:
+        acc = b.op("ConvInteger" if k.op == "Conv" else "MatMulInteger", *_mac_operands(b, k, x, w_codes), **_conv_attrs(k))
+        if bias is not None:
+            shape = _channel_shape(k, 4, bias.size) if k.op == "Conv" else [bias.size]
+            acc = b.op("Add", acc, _const(b, bias.reshape(shape), np.int32))
     factor = c.astype(np.float64) * 2.0**-shift  # exact: a 23-bit integer times a power of two
     ndim = 4 if k.op == "Conv" else 2
     factor = factor.reshape(_channel_shape(k, ndim, factor.size)) if factor.size > 1 else factor.reshape(())

@@ -158,3 +158,31 @@ def test_session_surface_and_options() -> None:
     assert "NPUSession PHX" in repr(session)
     with pytest.raises(ConfigError, match="half_up"):
         npu.NPUSession(q, "PHX", rounding="nearest")
+
+
+@pytest.mark.parametrize("preset", ["XINT8", "A8W8"])
+def test_large_reductions_stay_exact(preset: str) -> None:
+    """Integer MACs run as float32 Conv/MatMul only while every partial sum is below 2**23; larger
+    ones split the weight in base-16 digits (float64 sum), and beyond that use ConvInteger /
+    MatMulInteger. All three routes must equal the reference."""
+    rng = np.random.default_rng(3)
+    w_conv = numpy_helper.from_array(rng.standard_normal((8, 512, 3, 3)).astype(np.float32), "w_conv")
+    w_big = numpy_helper.from_array(rng.standard_normal((16384, 4)).astype(np.float32), "w_big")
+    shape = numpy_helper.from_array(np.array([1, 16384], np.int64), "shape")
+    nodes = [helper.make_node("Conv", ["x", "w_conv"], ["c"], name="conv", pads=[1, 1, 1, 1]),  # K = 4608
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("Tile", ["r", "reps"], ["t"], name="tile"),
+             helper.make_node("Reshape", ["t", "shape"], ["flat"], name="flat"),
+             helper.make_node("MatMul", ["flat", "w_big"], ["y"], name="matmul")]  # K = 16384
+    reps = numpy_helper.from_array(np.array([1, 8, 4, 4], np.int64), "reps")  # [1, 8, 4, 4] -> 16384 values
+    graph = helper.make_graph(nodes, "large", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512, 4, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [w_conv, w_big, shape, reps])
+    data = list(rng.standard_normal((8, 1, 512, 4, 4)).astype(np.float32))
+    q = ryzen_nb.quantize(make_model(graph), None, preset, data, progress=False).model
+    session = npu.NPUSession(q, "STX")
+    checked = session.check_kernels({"x": data[0]})
+    assert set(checked.op) == {"Conv", "MatMul"} and checked.mismatches.sum() == 0
+    ops = [n.op_type for n in session.emulated.graph.node]
+    assert ops.count("Conv") == 2  # the 3x3 convolution in two base-16 digits
+    assert "MatMulInteger" in ops  # 16384 products of 8-bit codes: too many even for digits
+
