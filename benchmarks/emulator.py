@@ -9,7 +9,8 @@ the machine only adds time, so the fastest round's median counts.
     python -m benchmarks.emulator [--models resnet,bert] [--precisions XINT8,BF16] [--full] [--threads N]
 
 Goal (issue 5): emulation within 2x the FP32 time for INT8 and BF16. ``--full`` adds the
-full-size models (ResNet18 at 224x224, a BERT-base-width encoder at 128 tokens).
+full-size models (ResNet18 at 224x224, a BERT-base-width encoder at 128 tokens). ``+fp32`` rows
+use ``NPUSession(accumulation="fp32")``: float kernels accumulate in float32 instead of exactly.
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ import numpy as np
 
 from benchmarks._timing import session, time_call
 
-PRECISIONS = ["XINT8", "A8W8", "A16W8", "BF16", "BFP16"]
-GOAL = {"XINT8": 2.0, "A8W8": 2.0, "A16W8": 2.0, "BF16": 2.0}  # emulated / FP32
+#: "+fp32": the float kernels accumulate in float32 (NPUSession(accumulation="fp32")) instead of exactly
+PRECISIONS = ["XINT8", "A8W8", "A16W8", "BF16", "BF16+FP32", "BFP16", "BFP16+FP32"]
+GOAL = {"XINT8": 2.0, "A8W8": 2.0, "BF16": 2.0, "BF16+FP32": 2.0}  # emulated / FP32 (INT8 and BF16)
 
 
 def build(name: str):
@@ -51,11 +53,12 @@ def measure(name: str, precisions: list[str], threads: int, rounds: int) -> list
     fp32 = session(model, threads)
     rows = []
     for p in precisions:
+        preset, _, accumulation = p.partition("+")
         t0 = time.perf_counter()
-        q = model if p == "BF16" else ryzen_nb.quantize(model, None, p, samples[:16], progress=False).model
+        q = model if preset == "BF16" else ryzen_nb.quantize(model, None, preset, samples[:16], progress=False).model
         quant_s = time.perf_counter() - t0
         t0 = time.perf_counter()
-        emulated = NPUSession(q, "STX")
+        emulated = NPUSession(q, "STX", accumulation=accumulation.lower() or "exact")
         setup_s = time.perf_counter() - t0
         emulated_session = session(emulated.emulated, threads)  # same options as the others
         qdq = session(q, threads)
@@ -64,7 +67,7 @@ def measure(name: str, precisions: list[str], threads: int, rounds: int) -> list
             for key, s in (("fp32", fp32), ("qdq", qdq), ("npu", emulated_session)):
                 best[key] = min(best[key], time_call(lambda s=s: s.run(None, feed), repeats=20)["median_ms"])
         rows.append({
-            "model": name, "label": label, "precision": p + (" (FP32 model)" if p == "BF16" else ""),
+            "model": name, "label": label, "precision": p + (" (FP32 model)" if preset == "BF16" else ""),
             "program": emulated.program.summary(), "kernels": len(emulated.kernels),
             "fp32_ms": best["fp32"], "qdq_ms": best["qdq"], "emulated_ms": best["npu"],
             "emulated_vs_fp32": best["npu"] / best["fp32"], "goal": GOAL.get(p), "quantize_s": quant_s,

@@ -125,8 +125,14 @@ def _element_types(model: onnx.ModelProto) -> dict[str, int]:
 
 
 # -- the fast path -------------------------------------------------------------------------------------------------
-def lower(marked: onnx.ModelProto, kernels: list[Kernel], rounding: str = "half_up") -> onnx.ModelProto:
-    """Replace every marker with standard ONNX operators (onnxruntime runs the result)."""
+def lower(marked: onnx.ModelProto, kernels: list[Kernel], rounding: str = "half_up",
+          accumulation: str = "exact") -> onnx.ModelProto:
+    """Replace every marker with standard ONNX operators (onnxruntime runs the result).
+
+    ``accumulation`` of the float (BF16/BFP16/MX) MAC kernels: "exact" sums the bf16 products in
+    float64 (order-independent, what the reference computes); "fp32" in onnxruntime's float32 Conv
+    / MatMul, as the NPU's FP32 accumulators do in an order of their own — at FP32 speed, within one
+    bf16 unit of "exact" where a rounding flips."""
     m = onnx.ModelProto()
     m.CopyFrom(marked)
     nodes: list[onnx.NodeProto] = []
@@ -138,7 +144,8 @@ def lower(marked: onnx.ModelProto, kernels: list[Kernel], rounding: str = "half_
         kid = next(a.i for a in node.attribute if a.name == "kid")
         k = kernels[kid]
         b = GraphBuilder(prefix=f"npu_k{kid}")
-        y = _lower_integer(b, k, list(node.input), rounding) if k.integer else _lower_float(b, k, list(node.input))
+        y = (_lower_integer(b, k, list(node.input), rounding) if k.integer
+             else _lower_float(b, k, list(node.input), accumulation))
         _rename_output(b.nodes, y, node.output[0])
         nodes.extend(b.nodes)
     del m.graph.node[:]
@@ -667,8 +674,21 @@ def _lower_float_scale(b: GraphBuilder, k: Kernel, inputs: list[str]) -> str:
     return _saturate_codes(b, k, y, np.int64)
 
 
-def _lower_float(b: GraphBuilder, k: Kernel, inputs: list[str]) -> str:
-    """BF16/BFP16/MX MAC kernels: bf16 inputs and weights, exact (float64) accumulation, bf16 out."""
+def _lower_float(b: GraphBuilder, k: Kernel, inputs: list[str], accumulation: str = "exact") -> str:
+    """BF16/BFP16/MX MAC kernels: bf16 inputs and weights, exact (float64) or float32
+    accumulation, bf16 out."""
+    if accumulation == "fp32":
+        operands = [_bf16_round(b, t) if t else "" for t in inputs]
+        if k.op == "Conv":
+            y = b.op("Conv", *operands, **_conv_attrs(k))
+        else:
+            w = operands[1]
+            if k.op == "Gemm" and k.attrs.get("transB", 0):
+                w = b.op("Transpose", w, perm=[1, 0])
+            y = b.op("MatMul", operands[0], w)
+            if len(operands) > 2 and operands[2]:
+                y = b.op("Add", y, operands[2])
+        return _bf16_round(b, y)
     x = b.op("Cast", _bf16_round(b, inputs[0]), to=TensorProto.DOUBLE)
     w = b.op("Cast", _bf16_round(b, inputs[1]), to=TensorProto.DOUBLE)
     bias = b.op("Cast", _bf16_round(b, inputs[2]), to=TensorProto.DOUBLE) if len(inputs) > 2 and inputs[2] else None

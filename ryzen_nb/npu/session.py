@@ -7,7 +7,10 @@ NPU partitions compute with NPU numerics (integer accumulation and requantisatio
 A8W8 / A16W8, bf16 with exact accumulation for BF16 / BFP16 / MX, bf16 non-linearities); CPU
 partitions compute in float32 as onnxruntime does. ``rounding`` selects the XINT8 requantisation
 ties rule: ``"half_up"`` (DPU_ROUND, the default, A11) or ``"half_even"`` (provider option
-``xlnx_enable_py3_round``).
+``xlnx_enable_py3_round``). ``accumulation`` of BF16/BFP16/MX MAC kernels: ``"exact"`` (the
+default: bf16 products summed exactly, bit for bit what :mod:`ryzen_nb.npu.reference` computes) or
+``"fp32"`` (float32 sums in onnxruntime's order, as FP32 accumulators do in some order: several
+times faster, and within one bf16 unit of ``"exact"`` where a rounding flips).
 """
 
 from __future__ import annotations
@@ -32,15 +35,18 @@ class NPUSession:
     """Emulated inference with the ``onnxruntime.InferenceSession`` surface."""
 
     def __init__(self, model: ModelLike, target: str | Target = "STX", *, rounding: str = "half_up",
-                 **compile_options: Any) -> None:
+                 accumulation: str = "exact", **compile_options: Any) -> None:
         if rounding not in ("half_up", "half_even"):
             raise ConfigError(f"rounding must be 'half_up' (DPU_ROUND) or 'half_even'; got {rounding!r}.")
+        if accumulation not in ("exact", "fp32"):
+            raise ConfigError(f"accumulation must be 'exact' or 'fp32' (faster BF16 kernels); got {accumulation!r}.")
         self.model = load_model(model)
         self.rounding = rounding
+        self.accumulation = accumulation
         self.program: NPUProgram = compile(self.model, target, **compile_options)
         self.kernels: list[Kernel] = extract_kernels(self.model, self.program)
         self.marked = mark(self.model, self.program, self.kernels)
-        self.emulated = lower(self.marked, self.kernels, rounding)
+        self.emulated = lower(self.marked, self.kernels, rounding, accumulation)
         self._session = ort_session(self.emulated)
 
     # -- the onnxruntime surface ----------------------------------------------------------------------
@@ -80,7 +86,8 @@ class NPUSession:
 
     def check_kernels(self, input_feed: Mapping[str, np.ndarray]) -> Any:
         """Recompute every NPU kernel with the numpy reference from the inputs it actually
-        received in one emulated run, and compare its output bit for bit (pandas DataFrame)."""
+        received in one emulated run, and compare its output bit for bit (pandas DataFrame).
+        (With ``accumulation="fp32"`` float kernels may differ by one bf16 unit: the reference sums exactly.)"""
         import pandas as pd
 
         from ryzen_nb.graph.prepare import run_with_outputs

@@ -186,3 +186,18 @@ def test_large_reductions_stay_exact(preset: str) -> None:
     assert ops.count("Conv") == 2  # the 3x3 convolution in two base-16 digits
     assert "MatMulInteger" in ops  # 16384 products of 8-bit codes: too many even for digits
 
+
+
+def test_fp32_accumulation_is_within_one_bf16_unit_of_exact() -> None:
+    model = resnet_cnn(0, blocks=(1, 1), width=16, image_size=16)
+    exact = npu.NPUSession(model, "STX")
+    fast = npu.NPUSession(model, "STX", accumulation="fp32")
+    assert not any(n.op_type == "Slice" for n in fast.emulated.graph.node)  # no im2col: onnxruntime's own Conv
+    for x in random_images(3, size=16):
+        a, b = exact.run(None, {"input": x[None]})[0], fast.run(None, {"input": x[None]})[0]
+        ulp = np.spacing(np.abs(a).astype(np.float32)) * 2**16  # one bf16 unit at each value
+        assert np.all(np.abs(a - b) <= ulp * 1.01)
+        checked = fast.check_kernels({"input": x[None]})
+        assert (checked.mismatches <= 0.01 * checked.elements).all()
+    with pytest.raises(ConfigError, match="accumulation"):
+        npu.NPUSession(model, "STX", accumulation="fp64")
