@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None):
     table = pd.DataFrame(rows)
     print(f"\nNPU emulation (target STX) vs FP32 in onnxruntime {ort.__version__} (threads={args.threads or 'default'}); "
           f"load average {load:.2f} before on {os.cpu_count()} CPUs")
-    for m, part in table.groupby("model", sort=False):
+    for _, part in table.groupby("model", sort=False):
         print(f"\n{part.label.iloc[0]}")
         view = part[["precision", "fp32_ms", "qdq_ms", "emulated_ms", "emulated_vs_fp32", "kernels", "emulator_setup_s"]]
         print(view.to_string(index=False, float_format=lambda v: f"{v:.3f}"))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 import onnx
@@ -19,7 +19,7 @@ def run(model: onnx.ModelProto, **feeds: np.ndarray) -> np.ndarray:
     return session(model).run(None, feeds)[0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached(model_bytes: bytes) -> ort.InferenceSession:
     options = ort.SessionOptions()
     options.log_severity_level = 3

@@ -36,7 +36,7 @@ def check_feed(feed: Mapping[str, np.ndarray], inputs: Sequence[InputSpec], inde
         if len(missing) == 1 and len(extra) == 1:
             hint = f" Rename {extra[0]!r} to {missing[0]!r} in your reader's get_next()."
         raise CalibrationDataError(
-            f"{where} " + " and ".join(parts) + f". The model's inputs are: "
+            f"{where} " + " and ".join(parts) + ". The model's inputs are: "
             + "; ".join(s.describe() for s in inputs) + "." + hint
         )
     for name, spec in expected.items():

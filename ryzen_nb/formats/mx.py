@@ -15,7 +15,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ryzen_nb.formats._blocks import BlockView, axes, exp2, floor_log2, nonfinite_blocks, onnx_floor_log2, onnx_pow2floor
+from ryzen_nb.formats._blocks import (
+    BlockView,
+    axes,
+    exp2,
+    floor_log2,
+    nonfinite_blocks,
+    onnx_floor_log2,
+    onnx_pow2floor,
+)
 from ryzen_nb.formats.base import FormatInfo, ScaleKind, pow2
 from ryzen_nb.formats.block import BlockFormat
 from ryzen_nb.formats.elements import E2M1, E2M3, E3M2, E4M3, E5M2, INT8_MX, FloatElement, IntElement

@@ -11,7 +11,6 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Union
 
 import onnx
 
@@ -19,7 +18,7 @@ from ryzen_nb.errors import ModelError, ModelNotFoundError
 
 __all__ = ["ModelLike", "load_model", "save_model", "model_path_of", "same_file", "temporary_beside", "write_atomic"]
 
-ModelLike = Union[str, os.PathLike, bytes, onnx.ModelProto]
+ModelLike = str | os.PathLike | bytes | onnx.ModelProto
 
 #: protobuf cannot serialise a message above 2 GiB; larger models keep weights as external data
 _PROTOBUF_LIMIT = 2**31 - 1

@@ -248,14 +248,13 @@ def _defer_past_value_selection(graph: onnx.GraphProto, plan: QuantPlan, setting
                 or name in settings.tensor_formats:
             continue
         users = consumers.get(name, [])
-
-        def selects(i: int) -> bool:
-            node = graph.node[i]
-            float_inputs = [n for n in node.input if n and is_float(n)]
-            return (i in qnodes and node.op_type in VALUE_SELECTING and float_inputs == [name]
-                    and all(covered.get(o) == t.settings for o in node.output if o))
-
-        if users and all(selects(i) for i in users):
+        selecting = [
+            i in qnodes and graph.node[i].op_type in VALUE_SELECTING
+            and [n for n in graph.node[i].input if n and is_float(n)] == [name]
+            and all(covered.get(o) == t.settings for o in graph.node[i].output if o)
+            for i in users
+        ]
+        if users and all(selecting):
             del tensors[name]
             dropped.append(name)
     return dropped

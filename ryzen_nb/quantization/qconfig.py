@@ -16,7 +16,7 @@ calibrates with Percentile (legacy ``A8W8``: MinMax).
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 

@@ -20,11 +20,11 @@ import onnx
 
 from ryzen_nb import formats
 from ryzen_nb.calibration.readers import make_reader
-from ryzen_nb.calibration.validation import check_feed
 from ryzen_nb.calibration.runner import collect_statistics
+from ryzen_nb.calibration.validation import check_feed
 from ryzen_nb.errors import CalibrationDataError, ConfigError
-from ryzen_nb.graph.io import ModelLike, load_model, model_path_of, save_model
 from ryzen_nb.graph.builder import make_model
+from ryzen_nb.graph.io import ModelLike, load_model, model_path_of, save_model
 from ryzen_nb.graph.prepare import ort_session, prepare
 from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config, resolve
 from ryzen_nb.quantization.engine import assign_parameters, emit, make_plan, metadata_for

@@ -8,7 +8,6 @@ for bf16/fp16.
 
 from __future__ import annotations
 
-import ml_dtypes
 import numpy as np
 import pytest
 from onnx import TensorProto, helper

@@ -89,7 +89,7 @@ def block_edge_cases(block: int) -> list[np.ndarray]:
 @pytest.mark.parametrize("name", [n for n in ALL if formats.get(n).info.block_size])
 def test_block_edge_cases(name: str) -> None:
     block = formats.get(name).info.block_size
-    for label, x in block_edge_cases(block):
+    for _label, x in block_edge_cases(block):
         check(name, x, 0)  # rank 1
         x4 = np.tile(x, 2).reshape(1, 2, x.size, 1)  # rank 4, blocks along axis 2
         check(name, x4, 2)

@@ -13,7 +13,7 @@ import ryzen_nb
 from ryzen_nb import npu
 from ryzen_nb.errors import UnknownNameError
 from ryzen_nb.graph.builder import make_model
-from ryzen_nb.testing import random_images, resnet_cnn
+from ryzen_nb.testing import resnet_cnn
 
 
 # -- targets ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from onnx import numpy_helper
 import ryzen_nb
 from ryzen_nb import Config, ModelQuantizer, get_default_config, quantize
 from ryzen_nb.errors import CalibrationDataError, ConfigError, ModelError, ModelNotFoundError
-from ryzen_nb.testing import resnet_cnn, random_images
+from ryzen_nb.testing import random_images, resnet_cnn
 from tests.helpers import run, session
 
 
