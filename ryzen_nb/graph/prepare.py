@@ -73,6 +73,27 @@ def ort_session(model: onnx.ModelProto, **options: Any) -> ort.InferenceSession:
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
 
 
+def prune_unused(m: onnx.ModelProto) -> None:
+    """Drop, in place, nodes whose outputs nothing reads and initializers nothing uses (e.g. the
+    weight DequantizeLinear nodes a rewrite made redundant): onnxruntime would run them, as it
+    never folds DequantizeLinear."""
+    graph = m.graph
+    needed = {o.name for o in graph.output}
+    kept: list[onnx.NodeProto] = []
+    for node in reversed(graph.node):
+        if any(o in needed for o in node.output if o):
+            kept.append(node)
+            needed.update(i for i in node.input if i)
+            for attr in node.attribute:  # names a subgraph reads from the outer scope
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    needed.update(i for n in attr.g.node for i in n.input)
+    del graph.node[:]
+    graph.node.extend(reversed(kept))
+    inits = [t for t in graph.initializer if t.name in needed]
+    del graph.initializer[:]
+    graph.initializer.extend(inits)
+
+
 def run_with_outputs(model: onnx.ModelProto, names: Sequence[str], feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Values of intermediate tensors ``names`` (and the graph outputs) for one feed: the model is
     run once with those tensors added as outputs."""

@@ -154,31 +154,11 @@ def lower(marked: onnx.ModelProto, kernels: list[Kernel], rounding: str = "half_
     keep = [o for o in m.opset_import if o.domain != MARKER_DOMAIN]
     del m.opset_import[:]
     m.opset_import.extend(keep)
-    from ryzen_nb.graph.prepare import _constants_to_initializers
+    from ryzen_nb.graph.prepare import _constants_to_initializers, prune_unused
 
     _constants_to_initializers(m)
-    _prune(m)
+    prune_unused(m)
     return m
-
-
-def _prune(m: onnx.ModelProto) -> None:
-    """Drop nodes whose outputs nothing reads (the weight DequantizeLinear nodes the kernels made
-    redundant, among others): onnxruntime runs them otherwise, DequantizeLinear is never folded."""
-    graph = m.graph
-    needed = {o.name for o in graph.output}
-    kept: list[onnx.NodeProto] = []
-    for node in reversed(graph.node):
-        if any(o in needed for o in node.output if o):
-            kept.append(node)
-            needed.update(i for i in node.input if i)
-            for attr in node.attribute:  # names a subgraph reads from the outer scope
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    needed.update(i for n in attr.g.node for i in n.input)
-    del graph.node[:]
-    graph.node.extend(reversed(kept))
-    inits = [t for t in graph.initializer if t.name in needed]
-    del graph.initializer[:]
-    graph.initializer.extend(inits)
 
 
 def _rename_output(nodes: list[onnx.NodeProto], old: str, new: str) -> None:
@@ -218,34 +198,53 @@ def _mac_integer(b: GraphBuilder, k: Kernel, x: str, x_ref: QuantRef, w_codes: s
             raise NotImplementedError("MatMul of two 16-bit activations with a reduction beyond 2**21")
         acc = b.op("MatMul", _centred(b, x, x_ref), _centred(b, w_codes, k.weight))
         return b.op("Cast", acc, to=TensorProto.INT64)
-    w = k.weight.values
-    if k.op == "Gemm" and k.attrs.get("transB", 0):
-        w = w.T
-    w_zp = np.asarray(k.weight.zero_point).astype(w.dtype)
-    if k.op == "Conv" and w_zp.size > 1:
-        w_zp = w_zp.reshape(-1)
-    w_name = _const(b, w, w.dtype)
-    wz_name = _const(b, w_zp if w_zp.size > 1 else w_zp.reshape(()), w.dtype)
-    conv_attrs = {a: k.attrs[a] for a in ("dilations", "group", "kernel_shape", "pads", "strides", "auto_pad")
-                  if a in k.attrs} if k.op == "Conv" else {}
+    w, w_zp = _u8_weight(k)
+    w_name, wz_name = _const(b, w, np.uint8), _const(b, w_zp, np.uint8)
     op = "ConvInteger" if k.op == "Conv" else "MatMulInteger"
 
-    def mac(codes: str, zp: np.ndarray, dtype: Any) -> str:
-        return b.op("Cast", b.op(op, codes, w_name, _const(b, zp, dtype), wz_name, **conv_attrs), to=TensorProto.INT64)
+    def mac(codes: str, zp: int) -> str:  # codes and zero point in uint8
+        return b.op("Cast", b.op(op, codes, w_name, _const(b, zp, np.uint8), wz_name, **_conv_attrs(k)),
+                    to=TensorProto.INT64)
 
     zx = int(np.ravel(x_ref.zero_point)[0])
     if x_ref.dtype.itemsize == 1:
-        return mac(x, np.array(zx, x_ref.dtype), x_ref.dtype)
+        return mac(*_u8(b, x, zx, x_ref.dtype))
     # 16-bit codes: x = 256*hi + lo; Σ(x-zx)(w-zw) = 256 Σ(hi-zh)(w-zw) + Σ(lo-zl)(w-zw), exactly
-    signed = x_ref.dtype.kind == "i"
     x32 = b.op("Cast", x, to=TensorProto.INT32)
     lo = b.op("BitwiseAnd", x32, _const(b, 255, np.int32))
-    hi = b.op("Div", b.op("Sub", x32, lo), _const(b, 256, np.int32))
-    hi_t, hi_np = (TensorProto.INT8, np.int8) if signed else (TensorProto.UINT8, np.uint8)
+    hi = b.op("Div", b.op("Sub", x32, lo), _const(b, 256, np.int32))  # [-128, 127] (int16) or [0, 255] (uint16)
     zl, zh = zx & 255, (zx - (zx & 255)) // 256
-    acc_hi = mac(b.op("Cast", hi, to=hi_t), np.array(zh, hi_np), hi_np)
-    acc_lo = mac(b.op("Cast", lo, to=TensorProto.UINT8), np.array(zl, np.uint8), np.uint8)
+    if x_ref.dtype.kind == "i":  # into [0, 255], and the zero point with it (see _u8)
+        hi, zh = b.op("Add", hi, _const(b, 128, np.int32)), zh + 128
+    acc_hi = mac(b.op("Cast", hi, to=TensorProto.UINT8), zh)
+    acc_lo = mac(b.op("Cast", lo, to=TensorProto.UINT8), zl)
     return b.op("Add", b.op("Mul", acc_hi, _const(b, 256, np.int64)), acc_lo)
+
+
+def _u8(b: GraphBuilder, codes: str, zp: int, dtype: Any) -> tuple[str, int]:
+    """8-bit codes (int8 or uint8) as uint8, with their zero point: int8 codes move up by 128, and
+    so does the zero point, so ``x - zp`` is unchanged.
+
+    Why every integer MAC here is uint8 x uint8: onnxruntime's uint8 x int8 kernels on x86 CPUs
+    without VNNI add pairs of products in int16 with saturation (vpmaddubsw), which is not exact
+    (two products of 255 x 127 overflow); its uint8 x uint8 kernels widen first and are exact."""
+    if np.dtype(dtype) == np.uint8:
+        return codes, zp
+    widened = b.op("Cast", codes, to=TensorProto.INT16)
+    return b.op("Cast", b.op("Add", widened, _const(b, 128, np.int16)), to=TensorProto.UINT8), zp + 128
+
+
+def _u8_weight(k: Kernel) -> tuple[np.ndarray, np.ndarray]:
+    """A constant 8-bit weight and its zero point(s) as uint8, laid out for ConvInteger (as is) or
+    MatMulInteger ([K, N]); see :func:`_u8`."""
+    w = k.weight.values
+    if k.op == "Gemm" and k.attrs.get("transB", 0):
+        w = w.T
+    zp = np.asarray(k.weight.zero_point).astype(np.int16)
+    zp = zp.reshape(-1) if zp.size > 1 else zp.reshape(())
+    if w.dtype.kind == "i":
+        return (w.astype(np.int16) + 128).astype(np.uint8), (zp + 128).astype(np.uint8)
+    return w.astype(np.uint8), zp.astype(np.uint8)
 
 
 def _centred(b: GraphBuilder, codes: str, ref: QuantRef, dtype: Any = np.float64) -> str:
@@ -475,16 +474,16 @@ def _conv_attrs(k: Kernel) -> dict[str, Any]:
 
 
 def _mac_operands(b: GraphBuilder, k: Kernel, x: str, w_codes: str | None = None) -> list[str]:
-    """Inputs of ConvInteger / MatMulInteger: codes, weight codes (a constant, or ``w_codes`` for a
-    MatMul of two activations) and both zero points."""
-    zx = np.asarray(np.ravel(k.inputs[0].zero_point)[0]).astype(k.inputs[0].dtype)
-    wz = np.asarray(k.weight.zero_point).astype(k.weight.dtype)
-    wz = wz.reshape(-1) if wz.size > 1 else wz.reshape(())
+    """Inputs of ConvInteger / MatMulInteger, all uint8 (see :func:`_u8`): codes, weight codes (a
+    constant, or ``w_codes`` for a MatMul of two activations) and both zero points."""
+    zx = int(np.ravel(k.inputs[0].zero_point)[0])
+    x_u8, zx = _u8(b, x, zx, k.inputs[0].dtype)
     if k.dynamic_weight:
         assert w_codes is not None
-        return [x, w_codes, _const(b, zx, zx.dtype), _const(b, wz, wz.dtype)]
-    w = k.weight.values.T if k.op == "Gemm" and k.attrs.get("transB", 0) else k.weight.values
-    return [x, _const(b, w, w.dtype), _const(b, zx, zx.dtype), _const(b, wz, w.dtype)]
+        w_u8, wz = _u8(b, w_codes, int(np.ravel(k.weight.zero_point)[0]), k.weight.dtype)
+        return [x_u8, w_u8, _const(b, zx, np.uint8), _const(b, wz, np.uint8)]
+    w, wz = _u8_weight(k)
+    return [x_u8, _const(b, w, np.uint8), _const(b, zx, np.uint8), _const(b, wz, np.uint8)]
 
 
 def _lower_xint8(b: GraphBuilder, k: Kernel, inputs: list[str], rounding: str) -> str:
