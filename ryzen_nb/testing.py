@@ -5,6 +5,9 @@
   ``(3, 4, 6, 3)`` and width 64 the ResNet50 architecture.
 * :func:`bert_encoder` — a BERT-style encoder: token and position embeddings, LayerNorm,
   multi-head self-attention, GELU feed-forward, mean pooling.
+* :func:`depthwise_cnn` — a MobileNet-style depthwise-separable CNN whose depthwise channels
+  span very different weight ranges: the case where per-tensor INT8 collapses and cross-layer
+  equalization restores it.
 
 Weights are random (He / Xavier scaled so activations stay in a sane range) and fixed by ``seed``;
 the graphs are built with onnx helpers at opset 17, as a user's exported model would be.
@@ -18,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ryzen_nb.graph.builder import make_model
 
-__all__ = ["resnet_cnn", "bert_encoder", "random_images", "random_tokens"]
+__all__ = ["resnet_cnn", "bert_encoder", "depthwise_cnn", "random_images", "random_tokens"]
 
 
 class _Graph:
@@ -164,6 +167,65 @@ def bert_encoder(
         initializer=g.inits,
     )
     return make_model(graph, opset=18)
+
+
+def depthwise_cnn(
+    seed: int = 0,
+    *,
+    width: int = 16,
+    blocks: int = 2,
+    image_size: int = 32,
+    num_classes: int = 10,
+    spread: float = 1000.0,
+    outlier: float = 0.0,
+) -> onnx.ModelProto:
+    """A depthwise-separable classifier ``input [1, 3, S, S] -> logits [1, num_classes]``: a stem
+    convolution, then ``blocks`` x (depthwise 3x3 + ReLU, pointwise 1x1 + ReLU), pooling, a classifier.
+
+    Each depthwise layer's output channels are scaled by factors spread log-uniformly over
+    ``spread`` (and the pointwise layer after it divides them back), as BatchNorm folding leaves
+    them in MobileNets: the network computes the same function for any ``spread``, but per-tensor
+    weight quantization rounds the small channels of the depthwise layer to nothing.
+
+    ``outlier`` (> 1) makes one output channel of the first depthwise layer that many times larger
+    (a different network, not compensated): an activation whose range one channel sets, so 8-bit
+    activations there lose the others, as in transformers' outlier features — the case 16-bit
+    activations, and mixed precision, are for.
+    """
+    g = _Graph(seed)
+    he = lambda shape, fan_in: (g.rng.standard_normal(shape) * np.sqrt(2.0 / fan_in)).astype(np.float32)  # noqa: E731
+    bias = lambda n: g.rng.normal(0.0, 0.05, n).astype(np.float32)  # noqa: E731
+    x = g.node("Conv", ["input", g.init("stem.weight", he((width, 3, 3, 3), 27)), g.init("stem.bias", bias(width))],
+               "stem.conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1], strides=[2, 2])
+    x = g.node("Relu", [x], "stem.relu")
+    cin = width
+    for i in range(blocks):
+        cout = cin * 2
+        factors = np.exp(g.rng.permutation(np.linspace(0.0, np.log(spread), cin))) / np.sqrt(spread)
+        dw = he((cin, 1, 3, 3), 9) * factors.reshape(-1, 1, 1, 1)
+        db = bias(cin) * factors
+        if i == 0 and outlier:
+            dw[0] *= outlier
+            db[0] *= outlier
+        x = g.node("Conv", [x, g.init(f"block{i}.dw.weight", dw.astype(np.float32)),
+                            g.init(f"block{i}.dw.bias", db.astype(np.float32))],
+                   f"block{i}.dw", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=cin)
+        x = g.node("Relu", [x], f"block{i}.dw.relu")
+        pw = (he((cout, cin, 1, 1), cin) / factors.reshape(1, -1, 1, 1)).astype(np.float32)
+        x = g.node("Conv", [x, g.init(f"block{i}.pw.weight", pw), g.init(f"block{i}.pw.bias", bias(cout))],
+                   f"block{i}.pw", kernel_shape=[1, 1])
+        x = g.node("Relu", [x], f"block{i}.pw.relu")
+        cin = cout
+    x = g.node("Flatten", [g.node("GlobalAveragePool", [x], "pool")], "flatten", axis=1)
+    w = g.init("fc.weight", (g.rng.standard_normal((num_classes, cin)) * np.sqrt(1.0 / cin)).astype(np.float32))
+    g.nodes.append(helper.make_node("Gemm", [x, w, g.init("fc.bias", bias(num_classes))], ["logits"], name="fc", transB=1))
+    graph = helper.make_graph(
+        g.nodes, "depthwise_cnn",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, image_size, image_size])],
+        [helper.make_tensor_value_info("logits", TensorProto.FLOAT, [1, num_classes])],
+        initializer=g.inits,
+    )
+    return make_model(graph, opset=17)
 
 
 def random_images(n: int, size: int = 32, seed: int = 1) -> np.ndarray:

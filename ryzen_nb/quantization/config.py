@@ -122,6 +122,9 @@ class QuantizationConfig:
 def _py(value: Any) -> str:
     if isinstance(value, str):
         return repr(value)
+    if callable(value):  # an EvaluateFunction: code refers to it by name (a lambda needs one)
+        name = getattr(value, "__name__", "")
+        return name if name.isidentifier() else "evaluate_function"
     if isinstance(value, dict):
         return "{" + ", ".join(f"{k!r}: {_py(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
@@ -154,7 +157,11 @@ class Config:
         return cls(QuantizationConfig.from_dict(data["global_quant_config"]))
 
     def to_json(self, indent: int | None = 2) -> str:
-        return json.dumps(self.to_dict(), indent=indent, sort_keys=False)
+        def refuse(value: Any) -> Any:
+            raise ConfigError(f"The config holds {value!r}, which JSON cannot store (e.g. AutoMixprecision's "
+                              "EvaluateFunction): save the config without it and set it again after loading.")
+
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, default=refuse)
 
     @classmethod
     def from_json(cls, text: str) -> Config:
@@ -396,8 +403,7 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         )
     for flag, what in (("include_sq", "SmoothQuant"), ("convert_nchw_to_nhwc", "NCHW->NHWC conversion"),
                        ("include_rotation", "QuaRot rotation"), ("use_dynamic_quant", "dynamic quantization"),
-                       ("crypto_mode", "crypto mode"), ("include_auto_mp", "automatic mixed precision"),
-                       ("include_cle", "cross-layer equalization"), ("include_fast_ft", "AdaRound/AdaQuant fine-tuning")):
+                       ("crypto_mode", "crypto mode")):
         if getattr(qc, flag):
             raise ConfigError(f"{flag}=True ({what}) is not available in this version of ryzen-nb; set it to False.")
     method = get_method(qc.calibrate_method)
@@ -477,4 +483,32 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         preset=preset,
         optimize=bool(qc.optimize_model),
         simplify=bool(_opt(extra, "SimplifyModel")),
+        **_algorithms(qc, extra),
     )
+
+
+def _algorithms(qc: QuantizationConfig, extra: dict[str, Any]) -> dict[str, Any]:
+    """The accuracy algorithms a config asks for, as :mod:`ryzen_nb.algorithms` options."""
+    from ryzen_nb.algorithms.options import CLEOptions, FineTuneOptions, MixedPrecisionOptions
+
+    out: dict[str, Any] = {"bias_correction": bool(_opt(extra, "BiasCorrection"))}
+    if qc.include_cle:
+        out["cle"] = CLEOptions.from_quark(extra)
+    if qc.include_fast_ft:
+        out["finetune"] = FineTuneOptions.from_quark(_opt(extra, "FastFinetune"))
+    if qc.include_auto_mp:
+        amp = dict(_opt(extra, "AutoMixprecision") or {})
+        target, act_t, w_t = amp.get("TargetQuantType"), amp.get("ActTargetQuantType"), amp.get("WeightTargetQuantType")
+        if target is None and act_t is None and w_t is None:
+            raise ConfigError("include_auto_mp is True, so AutoMixprecision needs TargetQuantType or ActTargetQuantType "
+                              "or WeightTargetQuantType: the precision the less sensitive layers get.")
+        act_format = _format_for(_name(act_t if act_t is not None else target), extra)[0] if (act_t or target) else None
+        weight_format = _format_for(_name(w_t), extra)[0] if w_t is not None else None
+        # Quark switches every target layer without analysis when the target is a BFP or MX type
+        direct = act_format is not None and formats.get(act_format).info.family in ("bfp", "mx")
+        if direct and weight_format is None:
+            weight_format = act_format
+        mp = MixedPrecisionOptions.from_quark(amp, act_format, weight_format, direct)
+        dual = bool(amp.get("DualQuantNodes", _opt(extra, "DualQuantNodes") or _opt(extra, "EnableDualQuantNodePairs")))
+        out["mixed_precision"] = mp.replace(dual_quant_nodes=dual)
+    return out

@@ -70,11 +70,19 @@ class QuantPlan:
     folded: list[str] = field(default_factory=list)  #: tensors left unquantized by activation folding
     #: float-format tensors whose quantizer moved past a value-selecting consumer (same numbers)
     deferred: list[str] = field(default_factory=list)
+    #: second quantizers (DualQuantNodes): tensor -> its plan in another format, read by ``consumers``
+    duals: dict[str, TensorPlan] = field(default_factory=dict)
     groups: list[list[str]] = field(default_factory=list)  #: activations sharing one scale
     notes: list[str] = field(default_factory=list)
 
     def formats_by_tensor(self) -> dict[str, str]:
-        return {name: t.format for name, t in self.tensors.items()}
+        out = {name: t.format for name, t in self.tensors.items()}
+        out.update({f"{name} (dual)": t.format for name, t in self.duals.items()})
+        return out
+
+    def calibrated(self) -> list[TensorPlan]:
+        """Every quantizer whose parameters come from calibration (dual quantizers included)."""
+        return [t for t in list(self.tensors.values()) + list(self.duals.values()) if t.needs_calibration]
 
 
 def _scaled(fmt: formats.NumericFormat) -> bool:
@@ -210,6 +218,16 @@ def make_plan(model: onnx.ModelProto, settings: Settings) -> QuantPlan:
 
     plan = QuantPlan(tensors, quantized, folded=sorted(folded & {n for node in graph.node for n in node.output}))
     plan.deferred = _defer_past_value_selection(graph, plan, settings, consumers, is_float)
+    by_name = {node.name: i for i, node in enumerate(graph.node)}
+    for name, (fmt_name, readers) in settings.dual_formats.items():
+        base = tensors.get(name)
+        if base is None or base.role != "activation" or fmt_name == base.format:
+            continue
+        unknown = [r for r in readers if r not in by_name]
+        if unknown:
+            raise ConfigError(f"DualQuantNodes names node(s) {unknown} that are not in the model.")
+        plan.duals[name] = TensorPlan(name, "activation", _with_format(base.settings, fmt_name), axis=base.axis,
+                                      consumers=[by_name[r] for r in readers])
     if plan.deferred:
         plan.notes.append(f"{len(plan.deferred)} float-format quantizer(s) applied after Relu/MaxPool/data movement "
                           "instead of before: the same numbers with fewer operators")
@@ -415,6 +433,9 @@ def assign_parameters(model: onnx.ModelProto, plan: QuantPlan, calibration: Cali
     for name, t in plan.tensors.items():
         if t.role == "bias" and _scaled(t.fmt()):
             t.params = _bias_params(model, plan, t, numpy_helper.to_array(inits[name]), settings)
+    for name, t in plan.duals.items():
+        if _scaled(t.fmt()):
+            t.params = _activation_params((name,), stats, t, t.fmt(), settings)
 
 
 def _activation_params(members, stats, t: TensorPlan, fmt, settings: Settings) -> QuantParams:
@@ -541,9 +562,18 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
                 inserted_after[producers[name]].extend(chain)
             else:
                 head.extend(chain)
+            dual = plan.duals.get(name)
+            if dual is not None:  # a second quantizer after the first, for the consumers in its precision
+                start = len(b.nodes)
+                dual_fmt = dual.fmt()
+                y2 = _lower(b, dual_fmt, result, shapes.get(name), ranks.get(name, 4), _lowering_args(dual, dual_fmt), settings)
+                _rename_last_output(b.nodes[start:], y2, f"{name}_{dual_fmt.name}_dual_qdq")
+                (inserted_after[producers[name]] if name in producers else head).extend(b.nodes[start:])
             for c in consumers.get(name, []):
                 # quantized consumers read the quantized value, the others the float one
-                if c in qnodes:
+                if dual is not None and c in dual.consumers:
+                    rename_input[(c, name)] = f"{name}_{dual.fmt().name}_dual_qdq"
+                elif c in qnodes:
                     rename_input[(c, name)] = result
                 elif source != name:
                     rename_input[(c, name)] = source

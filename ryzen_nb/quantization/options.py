@@ -84,7 +84,7 @@ EXTRA_OPTIONS: dict[str, ExtraOption] = {
         _o("NodesToExcludeOutputQuantization", [], "nodes whose outputs stay float", "planned"),
         _o("DedicatedQDQPair", False, "one QDQ pair per consumer", "accepted"),
         _o("DedicateDQNode", False, "one DequantizeLinear per consumer", "accepted"),
-        _o("EnableDualQuantNodePairs", False, "two QDQ pairs on precision boundaries", "planned"),
+        _o("EnableDualQuantNodePairs", False, "two quantizers on mixed-precision boundaries (as DualQuantNodes)"),
         _o("QDQOpTypePerChannelSupportToAxis", {}, "per-channel axis per op type ({} for the NPU)", "accepted"),
         _o("UseQDQVitisCustomOps", True, "", "accepted"),
         _o("MixedPrecisionTensor", {}, "{format or QuantType: [tensor names]} — tensor-wise mixed precision"),
@@ -142,7 +142,7 @@ EXTRA_OPTIONS: dict[str, ExtraOption] = {
         _o("FuseLayerNorm", True, "", "accepted"),
         _o("ConvertClipToRelu", False, "", "accepted"),
         _o("FoldBatchNorm", True, "", "accepted"),
-        _o("ReplaceClip6Relu", False, "", "accepted"),
+        _o("ReplaceClip6Relu", False, "with CLE: Clip(0, 6) becomes Relu so it can be equalized (changes outputs above 6)"),
         _o("ReplaceSigmoid", False, "", "accepted"),
         # -- bf16 / block formats ---------------------------------------------------------------------------------
         _o("BF16WithClip", False, "", "accepted"),
@@ -153,13 +153,13 @@ EXTRA_OPTIONS: dict[str, ExtraOption] = {
         _o("BFPAttributes", {}, "{bfp_method, axis, bit_width, block_size, rounding_mode, ...} of QBFP types"),
         _o("MXAttributes", {}, "{element_dtype, axis, block_size, rounding_mode} of QMX types"),
         # -- accuracy recovery and others (later ryzen-nb releases) ------------------------------------------------------
-        _o("FastFinetune", {}, "AdaRound / AdaQuant settings (include_fast_ft)", "planned"),
-        _o("AutoMixprecision", {}, "layer-wise and automatic mixed precision", "planned"),
-        _o("DualQuantNodes", False, "both quantizers on mixed-precision boundaries", "planned"),
-        *(_o(k, d, "cross-layer equalization", "planned") for k, d in (
+        _o("FastFinetune", {}, "AdaRound / AdaQuant settings (include_fast_ft); ryzen_nb.algorithms.FineTuneOptions"),
+        _o("AutoMixprecision", {}, "layer-wise and automatic mixed precision (include_auto_mp)"),
+        _o("DualQuantNodes", False, "both quantizers on mixed-precision boundaries (also inside AutoMixprecision)"),
+        *(_o(k, d, "cross-layer equalization (include_cle)") for k, d in (
             ("CLESteps", 1), ("CLETotalLayerDiffThreshold", 2e-7), ("CLEScaleAppendBias", True),
             ("CLEBalanceMethod", "max"), ("CLEWeightThreshold", 0.5), ("CLEScaleUseThreshold", True))),
-        _o("BiasCorrection", False, "bias correction", "planned"),
+        _o("BiasCorrection", False, "empirical bias correction after quantization"),
         _o("SmoothAlpha", 0.5, "SmoothQuant", "planned"),
         _o("RMatrixDim", 4096, "QuaRot", "planned"),
         _o("UseRandomHad", False, "QuaRot", "planned"),

@@ -145,38 +145,162 @@ class QLayerConfig:
 
 
 class AlgoConfig:
-    """Accuracy algorithms of the new API. They arrive with the algorithms release of ryzen-nb;
-    passing one now is an error naming it."""
+    """An accuracy algorithm of the new API (Quark's ``algo_config=[...]``). Each one writes the
+    legacy flag and ``extra_options`` keys it stands for into a :class:`QuantizationConfig`
+    (:meth:`apply`), never overwriting a key the user set there — as Quark does. The order of the
+    list does not matter: CLE runs before calibration; bias correction, mixed precision and
+    AdaRound/AdaQuant after it."""
+
+    #: constructor argument -> extra_options key (of the algorithm's dict, for fine-tuning and AMP)
+    KEYS: dict[str, str] = {}
+    DEFAULTS: dict[str, Any] = {}
 
     def __init__(self, **kwargs: Any) -> None:
-        self.kwargs = kwargs
+        unknown = [k for k in kwargs if k not in self.KEYS]
+        if unknown:
+            raise UnknownNameError(f"{type(self).__name__} argument", unknown[0], list(self.KEYS))
+        self.kwargs = {**self.DEFAULTS, **kwargs}
+
+    def apply(self, qc: QuantizationConfig) -> None:  # pragma: no cover - every subclass defines it
+        raise NotImplementedError
+
+    def _fill(self, target: dict[str, Any]) -> None:
+        for arg, value in self.kwargs.items():
+            target.setdefault(self.KEYS[arg], value)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({', '.join(f'{k}={v!r}' for k, v in self.kwargs.items())})"
 
 
 class CLEConfig(AlgoConfig):
-    pass
+    """Cross-layer equalization before calibration (``include_cle`` and the ``CLE*`` options)."""
 
+    KEYS = {"cle_balance_method": "CLEBalanceMethod", "cle_steps": "CLESteps", "cle_weight_threshold": "CLEWeightThreshold",
+            "cle_scale_append_bias": "CLEScaleAppendBias", "cle_scale_use_threshold": "CLEScaleUseThreshold",
+            "cle_total_layer_diff_threshold": "CLETotalLayerDiffThreshold"}
 
-class AdaRoundConfig(AlgoConfig):
-    pass
-
-
-class AdaQuantConfig(AlgoConfig):
-    pass
+    def apply(self, qc: QuantizationConfig) -> None:
+        qc.include_cle = True
+        self._fill(qc.extra_options)
 
 
 class BiasCorrectionConfig(AlgoConfig):
-    pass
+    """Empirical bias correction after quantization (``extra_options['BiasCorrection']``)."""
+
+    def apply(self, qc: QuantizationConfig) -> None:
+        qc.extra_options.setdefault("BiasCorrection", True)
+
+
+class _FastFinetuneConfig(AlgoConfig):
+    ALGORITHM = ""
+    KEYS = {"optim_device": "OptimDevice", "infer_device": "InferDevice", "fixed_seed": "FixedSeed",
+            "data_size": "DataSize", "batch_size": "BatchSize", "num_batches": "NumBatches",
+            "num_iterations": "NumIterations", "learning_rate": "LearningRate", "early_stop": "EarlyStop",
+            "output_index": "OutputIndex", "lr_adjust": "LRAdjust", "target_op_type": "TargetOpType",
+            "selective_update": "SelectiveUpdate", "update_bias": "UpdateBias", "output_qdq": "OutputQDQ",
+            "drop_ratio": "DropRatio", "mem_opt_level": "MemOptLevel", "cache_dir": "CacheDir",
+            "log_period": "LogPeriod", "ref_model_path": "RefModelPath", "dynamic_batch": "DynamicBatch",
+            "parallel": "Parallel", "reg_param": "RegParam", "beta_range": "BetaRange", "warm_start": "WarmStart",
+            "select_max_mem_layer": "SelectMaxMemLayer", "num_workers": "NumWorkers", "pin_memory": "PinMemory",
+            "use_gds": "UseGDS"}
+
+    def apply(self, qc: QuantizationConfig) -> None:
+        qc.include_fast_ft = True
+        params = qc.extra_options.setdefault("FastFinetune", {})
+        params.setdefault("OptimAlgorithm", self.ALGORITHM)
+        self._fill(params)
+
+
+class AdaRoundConfig(_FastFinetuneConfig):
+    """AdaRound: learned rounding of integer weights (``include_fast_ft``, ``FastFinetune``).
+    Unlike Quark 0.13, ``reg_param``, ``beta_range``, ``warm_start`` and ``output_index`` are
+    passed on, not dropped."""
+
+    ALGORITHM = "adaround"
+    DEFAULTS = {"num_iterations": 1000, "learning_rate": 0.1}
+
+
+class AdaQuantConfig(_FastFinetuneConfig):
+    """AdaQuant: weights trained through their quantizer — any weight format, BF16 included."""
+
+    ALGORITHM = "adaquant"
+    DEFAULTS = {"num_iterations": 3000, "learning_rate": 1e-5, "update_bias": False}
 
 
 class AutoMixprecisionConfig(AlgoConfig):
-    pass
+    """Automatic or layer-wise mixed precision (``include_auto_mp``, ``AutoMixprecision``), in the
+    seed documents' terms: ``act_target_quant_type`` / ``weight_target_quant_type`` (or
+    ``target_quant_type``) for the layers switched, ``l2_target`` or ``top1_acc_target`` with
+    ``evaluate_function`` for the automatic search, ``dual_quant_nodes`` on boundaries.
+
+    Quark 0.13's own spelling is accepted too: ``target_layer_config`` (a QLayerConfig) and
+    ``metric_threshold`` with the L2 metric (``metric_default='l2'``, ``metric_optimize_object='speed'``)."""
+
+    KEYS = {"target_op_type": "TargetOpType", "target_quant_type": "TargetQuantType",
+            "act_target_quant_type": "ActTargetQuantType", "weight_target_quant_type": "WeightTargetQuantType",
+            "dual_quant_nodes": "DualQuantNodes", "l2_target": "L2Target", "top1_acc_target": "Top1AccTarget",
+            "evaluate_function": "EvaluateFunction", "output_index": "OutputIndex", "data_size": "DataSize",
+            "num_target": "NumTarget", "target_tensors": "TargetTensors", "target_indices": "TargetIndices",
+            "exclude_indices": "ExcludeIndices", "no_input_qdq_shared": "NoInputQDQShared",
+            # Quark 0.13 names, translated in apply()
+            "target_layer_config": "", "metric_threshold": "", "metric_default": "", "metric_optimize_object": "",
+            "metric_output_index": "OutputIndex", "metric_evaluate_fn": "", "include_layers": "IncludeLayers",
+            "exclude_layers": "ExcludeLayers"}
+
+    def apply(self, qc: QuantizationConfig) -> None:
+        qc.include_auto_mp = True
+        params = qc.extra_options.setdefault("AutoMixprecision", {})
+        kw = dict(self.kwargs)
+        layer = kw.pop("target_layer_config", None)
+        if layer is not None:
+            if not isinstance(layer, QLayerConfig):
+                raise ConfigError("AutoMixprecisionConfig(target_layer_config=...) takes one QLayerConfig here, e.g. "
+                                  "QLayerConfig(input_tensors=Int8Spec(), weight=Int8Spec()).")
+            act = layer.input_tensors or layer.activation
+            if act is not None:
+                params.setdefault("ActTargetQuantType", _quant_type(act.data_type, qc.extra_options))
+            if layer.weight is not None:
+                params.setdefault("WeightTargetQuantType", _quant_type(layer.weight.data_type, qc.extra_options))
+        metric = kw.pop("metric_default", "l2")
+        objective = kw.pop("metric_optimize_object", "speed")
+        if "metric_threshold" in kw or metric != "l2" or objective != "speed":
+            if metric != "l2" or objective != "speed":
+                raise ConfigError(f"AutoMixprecisionConfig supports metric_default='l2' with metric_optimize_object="
+                                  f"'speed' (keep L2 below the threshold); got {metric!r} / {objective!r}. For an "
+                                  "accuracy target use top1_acc_target with evaluate_function.")
+            threshold = kw.pop("metric_threshold")
+            if threshold is not None and threshold > 0:
+                params.setdefault("L2Target", threshold)
+            elif threshold is None:
+                params.setdefault("NumTarget", 0)
+                params.setdefault("AnalysisOnly", True)
+        if "metric_evaluate_fn" in kw:
+            params.setdefault("EvaluateFunction", kw.pop("metric_evaluate_fn"))
+        for arg, value in kw.items():
+            params.setdefault(self.KEYS[arg], value)
 
 
 class SmoothQuantConfig(AlgoConfig):
-    pass
+    """SmoothQuant is not available in ryzen-nb; passing it is an error naming it."""
+
+    KEYS = {"alpha": "SmoothAlpha"}
+
+    def apply(self, qc: QuantizationConfig) -> None:
+        raise ConfigError("SmoothQuantConfig (SmoothQuant) is not available in ryzen-nb; remove it from algo_config.")
+
+
+def apply_algorithms(qc: QuantizationConfig, algorithms: list[AlgoConfig]) -> None:
+    """Write ``algorithms`` into ``qc`` (in place): AdaRound and AdaQuant together are an error
+    (Quark keeps the first and logs a warning; the second would silently do nothing)."""
+    tuning = [a for a in algorithms if isinstance(a, _FastFinetuneConfig)]
+    if len(tuning) > 1:
+        raise ConfigError(f"algo_config holds {len(tuning)} fine-tuning algorithms ({', '.join(type(a).__name__ for a in tuning)}); "
+                          "AdaRound and AdaQuant are alternatives: keep one.")
+    for algo in algorithms:
+        if not isinstance(algo, AlgoConfig):
+            raise ConfigError(f"algo_config takes CLEConfig, AdaRoundConfig, AdaQuantConfig, BiasCorrectionConfig or "
+                              f"AutoMixprecisionConfig objects; got {algo!r}.")
+        algo.apply(qc)
 
 
 _BFP_TYPES = {DataType.BFP16: None, DataType.MX4: 11, DataType.MX6: 13, DataType.MX9: 16}
@@ -214,9 +338,6 @@ class QConfig:
         if act is None or g.weight is None:
             raise ConfigError("QLayerConfig needs input_tensors (or activation) and weight specs, e.g. "
                               "QLayerConfig(input_tensors=Int8Spec(), weight=Int8Spec()).")
-        if self.algo_config:
-            raise ConfigError(f"algo_config {self.algo_config} (CLE, AdaRound, AdaQuant, ...) is not available in this "
-                              "version of ryzen-nb; remove it.")
         if self.specific_layer_config or any(k is not None for k in self.layer_type_config):
             raise ConfigError("specific_layer_config / layer_type_config with data types (per-layer mixed precision) "
                               "are not available in this version of ryzen-nb; use extra_options['MixedPrecisionTensor'].")
@@ -245,6 +366,7 @@ class QConfig:
         extra["ActivationSymmetric"] = act.symmetric
         extra["WeightSymmetric"] = g.weight.symmetric
         qc.extra_options = extra
+        apply_algorithms(qc, self.algo_config)
         return qc
 
     def to_dict(self) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default
 from ryzen_nb.quantization.engine import assign_parameters, emit, make_plan, metadata_for
 from ryzen_nb.quantization.settings import Settings
 
-__all__ = ["quantize", "ModelQuantizer", "QuantizationSummary"]
+__all__ = ["quantize", "ModelQuantizer", "QuantizationRun", "QuantizationSummary"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +53,8 @@ class QuantizationSummary:
     preparation: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     model: onnx.ModelProto | None = field(default=None, repr=False)
+    #: what the accuracy algorithms did: "cle", "mixed_precision", "finetune", "bias_correction"
+    reports: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
     def compression(self) -> float:
@@ -149,54 +151,125 @@ def quantize(
 
     ``calibration_data`` is anything :func:`ryzen_nb.calibration.make_reader` accepts (array, list
     of feeds, folder, reader, iterable); integer formats need it, bf16/BFP/MX formats do not.
-    ``limit`` caps the calibration samples. Returns a :class:`QuantizationSummary`.
+    ``limit`` caps the calibration samples. The config's accuracy algorithms run in Quark's order:
+    cross-layer equalization before calibration; mixed precision, AdaRound/AdaQuant and bias
+    correction after it (:mod:`ryzen_nb.algorithms`). Returns a :class:`QuantizationSummary`.
     """
-    start = time.perf_counter()
-    settings, full_config = _as_settings(config)
-    source = model_path_of(model)
-    if output_path is not None and source is not None:
+    run = QuantizationRun.start(model, config, calibration_data, input_shapes=input_shapes, limit=limit,
+                                progress=progress)
+    if output_path is not None and run.source is not None:
         from ryzen_nb.graph.io import same_file
 
-        if Path(output_path).expanduser().resolve() == source.expanduser().resolve() or same_file(Path(output_path), source):
-            raise ConfigError(f"The output path is the input model {str(source)!r}; choose another output path.")
-    float_model = load_model(model)
-    reader = None
-    first = None
-    from ryzen_nb.graph.prepare import input_specs
+        if Path(output_path).expanduser().resolve() == run.source.expanduser().resolve() or \
+                same_file(Path(output_path), run.source):
+            raise ConfigError(f"The output path is the input model {str(run.source)!r}; choose another output path.")
+    run.apply_algorithms()
+    return run.finish(output_path)
 
-    specs = input_specs(float_model)
-    if calibration_data is None and settings.random_data:
-        from ryzen_nb.calibration.readers import RandomReader
 
-        log.warning("calibrating on random data (UseRandomData): ranges will not reflect real inputs")
-        calibration_data = RandomReader(specs, settings.random_shapes, settings.random_range)
-    if calibration_data is not None:
-        reader = make_reader(
-            calibration_data,
-            input_names=[s.name for s in specs],
-            input_shapes={s.name: s.shape for s in specs},
-            limit=limit or settings.calibration_limit,
-        )
-        first = reader.get_next()
-        reader.rewind()
-        if first is None:
-            raise CalibrationDataError("The calibration data holds no samples.")
-        check_feed(first, specs, 0)  # a bad first sample is a data problem, reported as one
-    prepared = prepare(float_model, input_shapes=input_shapes, sample=first, optimize=settings.optimize,
-                       matmul_add_to_gemm=settings.simplify)
-    rewrite_notes: list[str] = []
-    if settings.dpu_rewrites:
-        from ryzen_nb.quantization.xint8 import apply_dpu_rewrites
+@dataclass
+class QuantizationRun:
+    """One quantization, stage by stage, so the accuracy algorithms can work between the stages:
+    the prepared float model (whose weights they may change), the plan, the calibration statistics
+    and the data. :meth:`emit` gives the quantized model for the current state at any point."""
 
-        rewrite_notes, keep_float, fold = apply_dpu_rewrites(prepared.model, settings.dpu_rewrites)
-        settings.keep_float |= keep_float
-        settings.fold_tensors |= fold
-    plan = make_plan(prepared.model, settings)
-    plan.notes.extend(rewrite_notes)
-    needs = {name: t for name, t in plan.tensors.items() if t.needs_calibration}
-    calibration = None
-    if needs:
-        if reader is None:
+    settings: Settings
+    config: Config
+    prepared: Any  #: ryzen_nb.graph.prepare.PreparedModel
+    plan: Any  #: ryzen_nb.quantization.engine.QuantPlan
+    calibration: Any
+    reader: Any
+    source: Path | None
+    progress: bool
+    start_time: float
+    notes: list[str] = field(default_factory=list)
+    reports: dict[str, Any] = field(default_factory=dict)  #: what each algorithm did (CLE, fine-tuning, ...)
+
+    @classmethod
+    def start(cls, model: ModelLike, config: Any, calibration_data: Any = None, *,
+              input_shapes: dict[str, Any] | None = None, limit: int | None = None, progress: bool = True) -> QuantizationRun:
+        """Prepare, equalize (CLE), plan, calibrate and assign parameters."""
+        start = time.perf_counter()
+        settings, full_config = _as_settings(config)
+        source = model_path_of(model)
+        float_model = load_model(model)
+        reader = None
+        first = None
+        from ryzen_nb.graph.prepare import input_specs
+
+        specs = input_specs(float_model)
+        if calibration_data is None and settings.random_data:
+            from ryzen_nb.calibration.readers import RandomReader
+
+            log.warning("calibrating on random data (UseRandomData): ranges will not reflect real inputs")
+            calibration_data = RandomReader(specs, settings.random_shapes, settings.random_range)
+        if calibration_data is not None:
+            reader = make_reader(
+                calibration_data,
+                input_names=[s.name for s in specs],
+                input_shapes={s.name: s.shape for s in specs},
+                limit=limit or settings.calibration_limit,
+            )
+            first = reader.get_next()
+            reader.rewind()
+            if first is None:
+                raise CalibrationDataError("The calibration data holds no samples.")
+            check_feed(first, specs, 0)  # a bad first sample is a data problem, reported as one
+        prepared = prepare(float_model, input_shapes=input_shapes, sample=first, optimize=settings.optimize,
+                           matmul_add_to_gemm=settings.simplify)
+        notes: list[str] = []
+        reports: dict[str, Any] = {}
+        if settings.cle is not None:
+            from ryzen_nb.algorithms.cle import cross_layer_equalize
+
+            o = settings.cle
+            prepared.model, report = cross_layer_equalize(
+                prepared.model, steps=o.steps, balance_method=o.balance_method, weight_threshold=o.weight_threshold,
+                scale_append_bias=o.scale_append_bias, scale_use_threshold=o.scale_use_threshold,
+                total_layer_diff_threshold=o.total_layer_diff_threshold, replace_clip6=o.replace_clip6,
+                exclude=settings.exclude_nodes)
+            reports["cle"] = report
+            notes.append(f"cross-layer equalization: {len(report.pairs)} layer pair(s), {report.sweeps} sweep(s)")
+        if settings.dpu_rewrites:
+            from ryzen_nb.quantization.xint8 import apply_dpu_rewrites
+
+            rewrite_notes, keep_float, fold = apply_dpu_rewrites(prepared.model, settings.dpu_rewrites)
+            settings.keep_float |= keep_float
+            settings.fold_tensors |= fold
+            notes.extend(rewrite_notes)
+        run = cls(settings, full_config, prepared, None, None, reader, source, progress, start, notes, reports)
+        run.plan = run.make_plan()
+        return run
+
+    # -- plans -------------------------------------------------------------------------------------------
+    def make_plan(self, tensor_formats: dict[str, str] | None = None,
+                  dual: dict[str, tuple[str, tuple[str, ...]]] | None = None) -> Any:
+        """A plan with parameters for the current weights; ``tensor_formats`` overrides formats per
+        tensor (mixed precision), ``dual`` adds second quantizers (tensor -> (format, consumer nodes))."""
+        settings = self.settings
+        if tensor_formats is not None or dual is not None:
+            import copy
+
+            settings = copy.copy(self.settings)
+            settings.tensor_formats = {**self.settings.tensor_formats, **(tensor_formats or {})}
+            settings.dual_formats = dict(dual or {})
+        plan = make_plan(self.prepared.model, settings)
+        self._calibrate(plan)
+        assign_parameters(self.prepared.model, plan, self.calibration, settings)
+        if settings.npu_legality:
+            from ryzen_nb.quantization.xint8 import refine
+
+            plan.notes.extend(refine(self.prepared.model, plan, settings))
+        return plan
+
+    def _calibrate(self, plan: Any) -> None:
+        """Statistics for every activation the plan needs and the run has not measured yet."""
+        needs = {t.name: t for t in plan.calibrated()}
+        have = self.calibration.stats if self.calibration is not None else {}
+        missing = {n: t for n, t in needs.items() if n not in have}
+        if not missing:
+            return
+        if self.reader is None:
             raise ConfigError(
                 f"This config quantizes {len(needs)} activation tensor(s) to integer formats, which needs calibration "
                 "data: pass calibration_data (an array, a folder of images or .npy files, or a reader), or, for a "
@@ -204,43 +277,86 @@ def quantize(
             )
         from ryzen_nb.calibration.methods import get_method
 
-        hist = {name: get_method(t.settings.method).needs_histogram or t.settings.power_of_two for name, t in needs.items()}
-        calibration = collect_statistics(prepared, reader, hist, moving_average=settings.moving_average, progress=progress)
-    assign_parameters(prepared.model, plan, calibration, settings)
-    if settings.npu_legality:
-        from ryzen_nb.quantization.xint8 import refine
+        hist = {name: get_method(t.settings.method).needs_histogram or t.settings.power_of_two for name, t in missing.items()}
+        result = collect_statistics(self.prepared, self.reader, hist, moving_average=self.settings.moving_average,
+                                    progress=self.progress)
+        if self.calibration is None:
+            self.calibration = result
+        else:
+            self.calibration.stats.update(result.stats)
+            self.calibration.seconds += result.seconds
 
-        plan.notes.extend(refine(prepared.model, plan, settings))
-    metadata = metadata_for(plan, {
-        "preset": settings.preset or "custom",
-        "config": full_config.to_dict(),
-        "calibration": {"samples": calibration.samples if calibration else 0},
-    })
-    quantized = emit(prepared.model, plan, settings, metadata)
-    quantized = _finish(quantized)
-    out_path = None
-    if output_path is not None:
-        out_path = save_model(quantized, output_path, protect=source)
-    counts = Counter(t.format for t in plan.tensors.values())
-    float_bytes = prepared.model.ByteSize()
-    summary = QuantizationSummary(
-        preset=settings.preset,
-        output_path=out_path,
-        tensors_by_format=dict(counts),
-        formats_by_tensor=plan.formats_by_tensor(),
-        calibration_samples=calibration.samples if calibration else 0,
-        calibration_seconds=calibration.seconds if calibration else 0.0,
-        total_seconds=time.perf_counter() - start,
-        size_before=float_bytes,
-        size_after=quantized.ByteSize(),
-        effective_bits_before=_weight_bits(prepared.model, None),
-        effective_bits_after=_weight_bits(prepared.model, plan.formats_by_tensor()),
-        preparation=list(prepared.steps),
-        notes=list(plan.notes),
-        model=quantized,
-    )
-    log.info("%r", summary)
-    return summary
+    # -- data and models ---------------------------------------------------------------------------------
+    def samples(self, limit: int | None = None) -> list[dict[str, np.ndarray]]:
+        """Up to ``limit`` calibration feeds (for the algorithms), read again from the reader."""
+        if self.reader is None:
+            raise ConfigError("This algorithm needs data: pass calibration_data to quantize().")
+        self.reader.rewind()
+        feeds = []
+        while limit is None or len(feeds) < limit:
+            feed = self.reader.get_next()
+            if feed is None:
+                break
+            feeds.append(feed)
+        self.reader.rewind()
+        return feeds
+
+    def emit(self, plan: Any = None, metadata: dict[str, str] | None = None) -> onnx.ModelProto:
+        """The quantized model for the current weights (constants as initializers; not yet checked)."""
+        from ryzen_nb.graph.prepare import _constants_to_initializers
+
+        model = emit(self.prepared.model, plan or self.plan, self.settings, metadata or {})
+        _constants_to_initializers(model)
+        return model
+
+    # -- algorithms after calibration ----------------------------------------------------------------------
+    def apply_algorithms(self) -> None:
+        """Mixed precision, then AdaRound/AdaQuant, then bias correction — as the config asks."""
+        s = self.settings
+        if s.mixed_precision is not None:
+            from ryzen_nb.algorithms.mixed_precision import apply_mixed_precision
+
+            self.reports["mixed_precision"] = apply_mixed_precision(self, s.mixed_precision)
+        if s.finetune is not None:
+            from ryzen_nb.algorithms.finetune import fast_finetune
+
+            self.reports["finetune"] = fast_finetune(self, s.finetune)
+        if s.bias_correction:
+            from ryzen_nb.algorithms.bias_correction import bias_correction
+
+            self.reports["bias_correction"] = bias_correction(self)
+
+    def finish(self, output_path: str | Path | None = None) -> QuantizationSummary:
+        settings, plan, calibration = self.settings, self.plan, self.calibration
+        metadata = metadata_for(plan, {
+            "preset": settings.preset or "custom",
+            "config": self.config.to_dict(),
+            "calibration": {"samples": calibration.samples if calibration else 0},
+        })
+        quantized = _finish(emit(self.prepared.model, plan, settings, metadata))
+        out_path = None
+        if output_path is not None:
+            out_path = save_model(quantized, output_path, protect=self.source)
+        counts = Counter(plan.formats_by_tensor().values())  # second (dual) quantizers included
+        summary = QuantizationSummary(
+            preset=settings.preset,
+            output_path=out_path,
+            tensors_by_format=dict(counts),
+            formats_by_tensor=plan.formats_by_tensor(),
+            calibration_samples=calibration.samples if calibration else 0,
+            calibration_seconds=calibration.seconds if calibration else 0.0,
+            total_seconds=time.perf_counter() - self.start_time,
+            size_before=self.prepared.model.ByteSize(),
+            size_after=quantized.ByteSize(),
+            effective_bits_before=_weight_bits(self.prepared.model, None),
+            effective_bits_after=_weight_bits(self.prepared.model, plan.formats_by_tensor()),
+            preparation=list(self.prepared.steps),
+            notes=self.notes + list(plan.notes),
+            model=quantized,
+            reports=dict(self.reports),
+        )
+        log.info("%r", summary)
+        return summary
 
 
 def _finish(model: onnx.ModelProto) -> onnx.ModelProto:
@@ -315,18 +431,25 @@ class ModelQuantizer:
         **kwargs: Any,
     ) -> onnx.ModelProto:
         """Quantize and write ``model_output`` (if given); return the quantized ModelProto.
+        ``algorithms`` (CLEConfig(), AdaRoundConfig(...), ...) add accuracy algorithms to this run.
 
         As in Quark, ``calibration_data_path`` is a folder of .npy files (or one sub-folder of them
         per input) used when no reader is given. Unlike Quark, which logs a data/model mismatch and
         returns None without writing anything, a mismatch here raises an error naming the input
         and the fix. The run's :class:`QuantizationSummary` is kept in ``self.summary``.
         """
-        if algorithms:
-            raise ConfigError("algorithms=[...] (CLE, AdaRound, AdaQuant) are not available in this version of ryzen-nb.")
+        config = self.config
+        if algorithms:  # Quark's legacy call shape: the algorithm list applies to this run only
+            import copy
+
+            from ryzen_nb.quantization.qconfig import apply_algorithms
+
+            config = copy.deepcopy(self.config)
+            apply_algorithms(config.global_quant_config, list(algorithms))
         data = calibration_data_reader if calibration_data_reader is not None else calibration_data_path
         if calibration_data_reader is not None and calibration_data_path is not None:
             log.warning("both a calibration reader and a calibration path were given; using the reader (as Quark)")
-        self.summary = quantize(model_input, model_output, self.config, data, **kwargs)
+        self.summary = quantize(model_input, model_output, config, data, **kwargs)
         if self.config.global_quant_config.print_summary:
             log.info("%r", self.summary)
         assert self.summary.model is not None

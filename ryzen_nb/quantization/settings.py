@@ -68,3 +68,11 @@ class Settings:
     preset: str | None = None
     optimize: bool = True  #: constant folding while preparing (optimize_model)
     simplify: bool = True  #: MatMul + bias Add -> Gemm while preparing (SimplifyModel)
+    #: tensor -> (format, consumer node names): a second quantizer, after the tensor's own, that those
+    #: consumers read (DualQuantNodes on mixed-precision boundaries)
+    dual_formats: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
+    # -- accuracy algorithms (ryzen_nb.algorithms); None / False: off ------------------------------------------
+    cle: Any = None  #: CLEOptions
+    finetune: Any = None  #: FineTuneOptions (AdaRound / AdaQuant)
+    bias_correction: bool = False
+    mixed_precision: Any = None  #: MixedPrecisionOptions

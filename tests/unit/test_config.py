@@ -133,7 +133,7 @@ def test_quark_new_api_qconfig() -> None:
     assert legacy.subgraphs_to_exclude == [(["a"], ["b"])] and legacy.extra_options["AlignConcat"] is False
     assert resolve(QConfig(QLayerConfig(activation=MX6Spec(), weight=MX6Spec())).to_legacy()).activation.format == "MX6"
     assert resolve(QConfig(QLayerConfig(input_tensors=UInt8Spec(), weight=XInt8Spec())).to_legacy()).activation.format == "uint8"
-    with pytest.raises(ConfigError, match="AdaRound"):
-        ModelQuantizer(QConfig(QLayerConfig(input_tensors=Int8Spec(), weight=Int8Spec()),
-                               algo_config=[AdaRoundConfig(num_iterations=10)]))
+    tuned = ModelQuantizer(QConfig(QLayerConfig(input_tensors=Int8Spec(), weight=Int8Spec()),
+                                   algo_config=[AdaRoundConfig(num_iterations=10)]))
+    assert tuned.settings.finetune.algorithm == "adaround" and tuned.settings.finetune.num_iterations == 10
     assert QConfig.get_default_config("XINT8") == Config(get_default_config("XINT8"))
