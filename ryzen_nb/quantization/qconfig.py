@@ -342,7 +342,7 @@ class QConfig:
             raise ConfigError("specific_layer_config / layer_type_config with data types (per-layer mixed precision) "
                               "are not available in this version of ryzen-nb; use extra_options['MixedPrecisionTensor'].")
         extra = copy.deepcopy(self.extra_options)
-        qc = QuantizationConfig(extra_options={})
+        qc = QuantizationConfig(extra_options={}, include_cle=False)  # the new API: CLE only from CLEConfig
         qc.calibrate_method = _calibrate_method(act)
         qc.activation_type = _quant_type(act.data_type, extra)
         qc.weight_type = _quant_type(g.weight.data_type, extra)
