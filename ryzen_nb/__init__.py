@@ -94,3 +94,10 @@ __all__ = [
     "get_default_config",
     "quantize",
 ]
+
+
+def load_ipython_extension(ipython) -> None:  # noqa: ANN001 - IPython's InteractiveShell
+    """``%load_ext ryzen_nb``: the magics of :mod:`ryzen_nb.extension`."""
+    from ryzen_nb.extension import load_ipython_extension as load
+
+    load(ipython)

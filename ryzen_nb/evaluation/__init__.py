@@ -1,5 +1,6 @@
 """Metrics and evaluation tools: fidelity vs FP32, task accuracy, folder comparison."""
 
+from ryzen_nb.evaluation.compare import Comparison, compare
 from ryzen_nb.evaluation.folders import FolderComparison, evaluate_folders
 from ryzen_nb.evaluation.metrics import (
     FIDELITY_METRICS,
@@ -16,6 +17,8 @@ from ryzen_nb.evaluation.metrics import (
 )
 
 __all__ = [
+    "Comparison",
+    "compare",
     "FIDELITY_METRICS",
     "FolderComparison",
     "evaluate_folders",

@@ -1,0 +1,32 @@
+"""The notebook layer: widgets that build the same objects a script would, and show the code.
+
+* :class:`ConfigBuilder` — a quantization config from a preset and controls, validated live;
+* :class:`CalibrationWizard` — calibration and held-out data for a model, step by step;
+* :class:`ComparisonDashboard` — FP32 vs quantized (:func:`ryzen_nb.evaluation.compare`);
+* :class:`PartitionView` — which operators the NPU runs, at which precision, and why not.
+
+Every widget reports the errors of its callbacks inside itself (``widget.errors``) and uses only
+standard ipywidgets/anywidget mechanisms, so it works in JupyterLab 4, Notebook 7 and VS Code.
+Imports are lazy: ``import ryzen_nb.ui`` does not load ipywidgets or plotly until a widget is used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["CalibrationWizard", "ComparisonDashboard", "ConfigBuilder", "PartitionView"]
+
+_WHERE = {
+    "CalibrationWizard": "ryzen_nb.ui.wizard",
+    "ComparisonDashboard": "ryzen_nb.ui.dashboard",
+    "ConfigBuilder": "ryzen_nb.ui.config_builder",
+    "PartitionView": "ryzen_nb.ui.partition",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        import importlib
+
+        return getattr(importlib.import_module(_WHERE[name]), name)
+    raise AttributeError(f"module 'ryzen_nb.ui' has no attribute {name!r}")

@@ -1,0 +1,95 @@
+"""What every widget of ryzen-nb shares: errors shown inside the widget, front-end assets, and
+small display helpers.
+
+Exceptions raised in an ipywidgets callback (``observe``, ``on_click``) are swallowed by the
+kernel's comm handler: the user clicks and nothing happens. Every callback here is wrapped by
+:func:`surfaces_errors`, which shows the error in the widget's own :class:`ErrorBox` (and keeps it
+on ``widget.last_error`` for tests and scripts).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import logging
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any, TypeVar
+
+import ipywidgets as w
+
+__all__ = ["ErrorBox", "surfaces_errors", "asset", "esc", "table_html"]
+
+log = logging.getLogger(__name__)
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: the front-end sources: ``ryzen_nb/_static`` in a wheel (force-included from ``widgets/``),
+#: the repository's ``widgets/`` folder in a source checkout or editable install
+_REPO_WIDGETS = Path(__file__).resolve().parents[2] / "widgets"
+
+
+def asset(name: str) -> str:
+    """The text of a front-end file (``partition_view.js``, ``ryzen_nb.css``...)."""
+    try:
+        packaged = resources.files("ryzen_nb") / "_static" / name
+        if packaged.is_file():
+            return packaged.read_text(encoding="utf-8")
+    except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover - no _static in a checkout
+        pass
+    path = _REPO_WIDGETS / name
+    if not path.is_file():
+        raise FileNotFoundError(f"ryzen-nb's front-end file {name!r} is missing (looked in ryzen_nb/_static and "
+                                f"{_REPO_WIDGETS}); reinstall ryzen-nb.")
+    return path.read_text(encoding="utf-8")
+
+
+def esc(value: Any) -> str:
+    return html.escape(str(value))
+
+
+class ErrorBox(w.HTML):
+    """A red message under a widget: the error of its last callback, or nothing."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(value="", **kwargs)
+        self.add_class("rnb-error")
+        self.last_error: BaseException | None = None
+
+    def show(self, error: BaseException | str, context: str = "") -> None:
+        self.last_error = error if isinstance(error, BaseException) else None
+        kind = type(error).__name__ if isinstance(error, BaseException) else "Problem"
+        where = f"{esc(context)}: " if context else ""
+        self.value = (f'<div class="rnb-error-box" style="color:#b00020;border-left:3px solid #b00020;'
+                      f'padding:4px 8px;margin:4px 0;white-space:pre-wrap"><b>{esc(kind)}</b> {where}{esc(error)}</div>')
+
+    def clear(self) -> None:
+        self.last_error = None
+        self.value = ""
+
+
+def surfaces_errors(context: str = "") -> Callable[[F], F]:
+    """Decorate a widget method used as a callback: an exception is shown in ``self.errors`` (an
+    :class:`ErrorBox`) and logged instead of vanishing; success clears the box."""
+
+    def wrap(method: F) -> F:
+        @functools.wraps(method)
+        def run(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                result = method(self, *args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - shown to the user, who can act on it
+                log.debug("callback %s failed", method.__name__, exc_info=True)
+                self.errors.show(exc, context)
+                return None
+            self.errors.clear()
+            return result
+
+        return run  # type: ignore[return-value]
+
+    return wrap
+
+
+def table_html(frame: Any, float_format: str = "{:.4g}", max_rows: int = 200) -> str:
+    """A pandas DataFrame as a compact HTML table (for widgets and static exports)."""
+    return frame.head(max_rows).to_html(index=False, border=0, classes="rnb-table",
+                                        float_format=lambda v: float_format.format(v), na_rep="–")

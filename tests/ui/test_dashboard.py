@@ -1,0 +1,95 @@
+"""compare() and the comparison dashboard, without a browser: the numbers, the figures, the export."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ryzen_nb
+from ryzen_nb import zoo
+from ryzen_nb.errors import CalibrationDataError, ConfigError
+from ryzen_nb.evaluation import compare
+from ryzen_nb.testing import bert_encoder, random_tokens
+from ryzen_nb.ui.dashboard import ComparisonDashboard
+
+
+@pytest.fixture(scope="module")
+def digits():
+    """The shipped digits model, quantized on the calibration split, compared on the evaluation split."""
+    model = zoo.load_model("resnet_digits")
+    calibration = [model.preprocess(s) for s in zoo.load_dataset("digits", "calibration").samples]
+    xint8 = ryzen_nb.quantize(model.path, None, "XINT8", calibration, progress=False)
+    bf16 = ryzen_nb.quantize(model.path, None, "BF16", calibration, progress=False)
+    result = compare(model, {"XINT8": xint8, "BF16": bf16}, zoo.load_dataset("digits", "evaluation"),
+                     latency_runs=5, progress=False)
+    return model, result
+
+
+def test_comparison_table(digits) -> None:
+    _, c = digits
+    t = c.table
+    assert list(t.index) == ["FP32", "XINT8", "BF16"] and c.samples == 359 and c.labels_given
+    assert t.loc["FP32", "top1"] > 0.98 and abs(t.loc["XINT8", "top1"] - t.loc["FP32", "top1"]) <= 0.02
+    assert t.loc["BF16", "cosine"] > t.loc["XINT8", "cosine"] > 0.99  # bf16 is the closer of the two
+    assert np.isnan(t.loc["FP32", "cosine"])  # no fidelity of the reference against itself
+    assert t.loc["XINT8", "size_mb"] < 0.5 * t.loc["FP32", "size_mb"]
+    assert (t.cpu_ms > 0).all() and (t.cpu_p90_ms >= t.cpu_ms).all()
+    assert t.loc["XINT8", "npu_share_PHX"] > 0.9 and t.loc["FP32", "npu_share_PHX"] == 0  # no BF16 on XDNA1
+    assert t.loc["FP32", "npu_share_STX"] == 1.0  # XDNA2 runs FP32 models as BF16
+    assert (t[["npu_ms_PHX", "npu_ms_STX"]] > 0).all().all()
+    assert any("estimate" in n for n in c.notes)
+
+
+def test_per_layer_error_and_histograms(digits) -> None:
+    _, c = digits
+    pl = c.per_layer
+    assert set(pl.model) == {"XINT8", "BF16"}
+    acts = pl[(pl.model == "XINT8") & (pl.kind == "activation")]
+    assert len(acts) > 5 and set(acts.format) <= {"uint8"}
+    assert {"weight", "bias"} <= set(pl[pl.model == "XINT8"].kind)
+    # bf16 keeps 8 mantissa bits, uint8 activations about 8 bits of range: bf16 is the closer on the deep layers
+    deep = lambda m: pl[(pl.model == m) & (pl.kind == "activation")].sort_values("order").sqnr_db.iloc[-3:].mean()  # noqa: E731
+    assert deep("BF16") > deep("XINT8")
+    tensor = c.tensors("XINT8")[5]
+    ref, q = c.tensor_values(tensor, "XINT8", samples=2)
+    assert ref.shape == q.shape and not np.array_equal(ref, q)
+    with pytest.raises(ConfigError, match="no quantized counterpart"):
+        c.tensor_values("no_such_tensor", "XINT8")
+
+
+def test_dashboard_widget_and_static_export(digits, tmp_path) -> None:
+    _, c = digits
+    d = ComparisonDashboard(c)
+    titles = [d.tabs.get_title(i) for i in range(len(d.tabs.children))]
+    assert titles == ["Overview", "Fidelity", "Latency", "Per-layer error", "Histograms", "Export"]
+    assert {"task", "fidelity", "latency", "size", "per_layer"} <= set(d.figures)
+    assert len(d.figures["latency"].data) == 3  # CPU + NPU on PHX and STX
+    d.hist_model.value = "BF16"
+    d.hist_tensor.value = d.hist_tensor.options[4]
+    assert d.errors.last_error is None and "BF16" in d.histogram.layout.title.text
+    d.export_path.value = str(tmp_path / "report.html")
+    d.export()
+    page = (tmp_path / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and page.count("plotly.js v") == 1  # plotly inlined once: offline
+    assert "Per-layer SQNR" in page and "XINT8" in page
+    d.export_path.value = str(tmp_path)  # a folder: the error shows in the widget
+    d.export()
+    assert "folder" in d.errors.value
+    assert "<table" in c._repr_html_() and "FP32" in repr(c)
+
+
+def test_embedding_models_and_input_errors() -> None:
+    model = bert_encoder(0, layers=1, hidden=32, heads=2, seq_len=8)
+    calibration = list(random_tokens(16, seq_len=8, seed=1)[:, None])
+    held_out = list(random_tokens(12, seq_len=8, seed=2)[:, None])
+    q = ryzen_nb.quantize(model, None, "A8W8", calibration, progress=False)
+    c = compare(model, [q], held_out, task="embedding", targets=(), latency_runs=0, progress=False)
+    assert list(c.table.index) == ["FP32", "A8W8"]
+    assert c.table.loc["A8W8", "embedding_cosine"] > 0.99 and c.table.loc["A8W8", "retrieval_at_1"] == 1.0
+    assert "npu_ms_STX" not in c.table
+    with pytest.raises(CalibrationDataError, match="3 labels for 12 samples"):
+        compare(model, [q], held_out, labels=[0, 1, 2], targets=(), latency_runs=0, progress=False)
+    with pytest.raises(ConfigError, match="named"):
+        compare(model, [q, q], held_out, targets=(), latency_runs=0, progress=False)
+    with pytest.raises(CalibrationDataError):
+        compare(model, [q], [{"input_ids": np.zeros((1, 9), np.int64)}], targets=(), latency_runs=0, progress=False)
