@@ -355,15 +355,29 @@ class ImageFolderReader(CalibrationReader):
 
 
 class ReaderAdapter(CalibrationReader):
-    """Wraps a foreign reader (anything with ``get_next``/``rewind``) to give it ``limit``."""
+    """Wraps a foreign reader (anything with ``get_next``, ideally ``rewind``) to give it ``limit``.
+
+    The quantizer reads its data more than once (the first sample is checked before calibration;
+    fine-tuning reads samples again). A reader without ``rewind`` — onnxruntime's
+    ``CalibrationDataReader`` base class has none — is read once, and the samples it gave are kept
+    in memory for the later passes, so none is lost."""
 
     def __init__(self, reader: Any, limit: int | None = None) -> None:
         super().__init__(limit)
         self.reader = reader
+        self._seen: list[Feed] = []  #: what a reader without rewind() has given so far
 
     def _samples(self) -> Iterator[Feed]:
         if hasattr(self.reader, "rewind"):
             self.reader.rewind()
+            yield from self._read()
+            return
+        yield from list(self._seen)
+        for feed in self._read():
+            self._seen.append(feed)
+            yield feed
+
+    def _read(self) -> Iterator[Feed]:
         while True:
             feed = self.reader.get_next()
             if feed is None:
@@ -378,7 +392,7 @@ class ReaderAdapter(CalibrationReader):
     def _count(self) -> int | None:
         try:
             return len(self.reader)
-        except TypeError:
+        except (TypeError, NotImplementedError):  # onnxruntime's CalibrationDataReader.__len__ raises the latter
             return None
 
 

@@ -184,3 +184,23 @@ def test_calibration_memory_does_not_grow_with_samples() -> None:
 
     small, large = peak(10), peak(200)
     assert large < small * 1.2 + 256 * 1024, (small, large)
+
+
+def test_a_reader_written_as_in_the_ryzen_ai_docs() -> None:
+    """A subclass of onnxruntime's CalibrationDataReader without __len__ (its __len__ raises
+    NotImplementedError): the way Ryzen AI's examples write readers."""
+    from onnxruntime.quantization import CalibrationDataReader
+
+    import ryzen_nb
+    from ryzen_nb.testing import random_images, resnet_cnn
+
+    class Reader(CalibrationDataReader):
+        def __init__(self, images):
+            self.feeds = iter([{"input": x[None]} for x in images])
+
+        def get_next(self):
+            return next(self.feeds, None)
+
+    summary = ryzen_nb.quantize(resnet_cnn(0, blocks=(1,), width=8, image_size=16), None, "XINT8",
+                                Reader(random_images(5, size=16)), progress=False)
+    assert summary.calibration_samples == 5
