@@ -1,4 +1,4 @@
-"""The ``ryzen-nb`` command: demo, quantize, convert-bf16, evaluate, emulate, formats, presets."""
+"""The ``ryzen-nb`` command: demo, quantize, convert-bf16, evaluate, emulate, zoo, formats, presets."""
 
 from __future__ import annotations
 
@@ -26,6 +26,35 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from ryzen_nb.demo import run_demo
 
     run_demo(tuple(args.presets), calibration_samples=args.calibration_samples)
+    return 0
+
+
+def _cmd_zoo(args: argparse.Namespace) -> int:
+    """List the zoo, or fetch models and data into the cache ahead of time (Binder images, a classroom's
+    shared cache folder: ``RYZEN_NB_CACHE``)."""
+    from ryzen_nb import zoo
+
+    if args.action == "list":
+        import pandas as pd
+
+        with pd.option_context("display.width", 160, "display.max_colwidth", 70):
+            print(zoo.list_models()[["task", "needs", "description"]].to_string())
+            print()
+            print(zoo.list_datasets()[["task", "needs", "description"]].to_string())
+        return 0
+    names = args.names or [n for n, row in zoo.list_models().iterrows() if row.needs != "internet"] + \
+        [n for n, row in zoo.list_datasets().iterrows() if row.needs != "internet"]
+    models, datasets = set(zoo.list_models().index), set(zoo.list_datasets().index)
+    for name in names:
+        if name in models:
+            print(f"model   {name}: {zoo.load_model(name).path}")
+        elif name in datasets:
+            print(f"dataset {name}: {len(zoo.load_dataset(name))} samples")
+        else:
+            from ryzen_nb.errors import UnknownNameError
+
+            raise UnknownNameError("zoo model or data set", name, sorted(models | datasets))
+    print(f"cache: {zoo.cache_dir()}")
     return 0
 
 
@@ -194,6 +223,11 @@ def build_parser() -> argparse.ArgumentParser:
                                                   "with the CPU QDQ simulation on them")
     p.add_argument("--limit", type=int, default=32, help="samples of --data to use (default 32)")
     p.set_defaults(run=_cmd_emulate)
+
+    p = sub.add_parser("zoo", help="list the zoo's models and data, or fetch them into the cache ahead of time")
+    p.add_argument("action", choices=["list", "fetch"])
+    p.add_argument("names", nargs="*", help="models / data sets to fetch (default: all that need no internet)")
+    p.set_defaults(run=_cmd_zoo)
 
     p = sub.add_parser("formats", help="list the numeric formats")
     p.set_defaults(run=_cmd_formats)

@@ -93,3 +93,20 @@ def test_embedding_models_and_input_errors() -> None:
         compare(model, [q, q], held_out, targets=(), latency_runs=0, progress=False)
     with pytest.raises(CalibrationDataError):
         compare(model, [q], [{"input_ids": np.zeros((1, 9), np.int64)}], targets=(), latency_runs=0, progress=False)
+
+
+def test_mixed_precision_sensitivity_in_the_dashboard() -> None:
+    from ryzen_nb import get_default_config
+    from ryzen_nb.testing import depthwise_cnn, random_images
+
+    model = depthwise_cnn(0, spread=1.0, outlier=30.0, image_size=16)
+    qc = get_default_config("A16W8")
+    qc.include_auto_mp = True
+    qc.extra_options["AutoMixprecision"] = {"ActTargetQuantType": "QInt8", "L2Target": 1e9, "DataSize": 4}
+    mixed = ryzen_nb.quantize(model, None, qc, random_images(8, size=16, seed=1), progress=False)
+    c = compare(model, {"mixed": mixed}, random_images(6, size=16, seed=2), targets=(), latency_runs=0, progress=False)
+    assert "mixed" in c.sensitivity and "sensitivity_l2" in c.sensitivity["mixed"]
+    d = ComparisonDashboard(c)
+    titles = [d.tabs.get_title(i) for i in range(len(d.tabs.children))]
+    assert "Mixed precision" in titles and "sensitivity mixed" in d.figures
+    assert "sensitivity mixed" in c.to_html()

@@ -204,3 +204,16 @@ def test_unwritable_cache_says_how_to_fix_it(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setenv("RYZEN_NB_CACHE", str(blocker / "cache"))
     with pytest.raises(ZooError, match="RYZEN_NB_CACHE"):
         load_model("efficientnet_lite0")
+
+
+def test_zoo_command_lists_and_fetches(capsys) -> None:
+    from ryzen_nb.cli import main
+
+    assert main(["zoo", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "resnet_digits" in out and "rotten_tomatoes" in out
+    assert main(["zoo", "fetch", "resnet_digits", "digits"]) == 0  # both ship with the package: no network
+    out = capsys.readouterr().out
+    assert "resnet_digits.onnx" in out and "1797 samples" in out and "cache:" in out
+    assert main(["zoo", "fetch", "resnet_digit"]) == 2
+    assert "resnet_digits" in capsys.readouterr().err  # the closest name
