@@ -13,3 +13,6 @@ settings.load_profile("ci")
 
 # the browser test opens this notebook in JupyterLab; nbval must not run it on its own
 collect_ignore_glob = ["ui/browser/*.ipynb"]
+
+# Jupyter server fixtures (jp_fetch, jp_root_dir...) for the JupyterLab extension tests in tests/lab
+pytest_plugins = ["pytest_jupyter.jupyter_server"]

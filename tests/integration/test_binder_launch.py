@@ -91,21 +91,25 @@ def test_binder_files_launch_the_tutorials(tmp_path) -> None:
     subprocess.run(["bash", str(repo / "binder" / "postBuild")], check=True, env=env, cwd=repo)
 
     port, token = _free_port(), secrets.token_hex(16)
+    log = tmp_path / "jupyterlab.log"
     server = subprocess.Popen(
-        [str(bin_dir / "jupyter"), "lab", "--no-browser", "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={repo}"],
+        [str(bin_dir / "jupyter"), "lab", "--no-browser", "--allow-root",  # CI runs as root
+         "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
+         f"--ServerApp.root_dir={repo}"],
         env={**env, "RYZEN_NB_QUICK": "1", "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config")},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        stdout=log.open("w"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
-        for _ in range(120):
+        for _ in range(240):
             try:
                 _get(f"{base}/api/status?token={token}")
                 break
             except OSError:
+                if server.poll() is not None:
+                    pytest.fail(f"JupyterLab from the Binder environment exited:\n{log.read_text()[-2000:]}")
                 time.sleep(0.5)
         else:
-            pytest.fail("JupyterLab from the Binder environment did not start within 60 s")
+            pytest.fail(f"JupyterLab from the Binder environment did not start within 120 s:\n{log.read_text()[-2000:]}")
         listing = _get(f"{base}/api/contents/notebooks?token={token}")
         names = {item["name"] for item in listing["content"]}
         assert "01_getting_started.ipynb" in names and "README.md" in names

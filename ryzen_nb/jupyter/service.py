@@ -1,0 +1,247 @@
+"""What the JupyterLab extension's endpoints do, as plain functions (the handlers only translate
+HTTP): list and copy the tutorials, summarise an ONNX file with its NPU partition, write a
+"quantize this model" notebook. Every path a caller gives is relative to the server's root folder
+and must stay inside it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnx
+
+from ryzen_nb.errors import RyzenNBError
+
+__all__ = ["ServiceError", "Tutorial", "copy_tutorial", "onnx_summary", "quantize_notebook", "tutorials",
+           "PRECISIONS", "MAX_MODEL_MB"]
+
+#: what the viewer's precision menu offers for an FP32 model (quantized in memory with random data:
+#: the partition depends on the operators and their precision, not on the values)
+PRECISIONS = ("as-is", "XINT8", "A8W8", "A16W8", "BF16")
+#: larger files are refused: the server would hold them in memory to compile them
+MAX_MODEL_MB = 512
+_REPO_TUTORIALS = Path(__file__).resolve().parents[2] / "notebooks"
+
+
+class ServiceError(RyzenNBError, ValueError):
+    """A request that cannot be served; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# -- tutorials ----------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Tutorial:
+    name: str  #: file stem, e.g. "01_getting_started"
+    number: int
+    title: str
+    teaches: str
+    path: Path
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d.pop("path")
+        return d
+
+
+def _tutorial_folder() -> Path:
+    """``ryzen_nb/_tutorials`` in a wheel (force-included from ``notebooks/``), else the checkout's folder."""
+    packaged = Path(str(resources.files("ryzen_nb"))) / "_tutorials"
+    if (packaged / "README.md").is_file():
+        return packaged
+    if (_REPO_TUTORIALS / "README.md").is_file():
+        return _REPO_TUTORIALS
+    raise ServiceError("The tutorials are missing from this installation of ryzen-nb; reinstall it.", 500)
+
+
+def tutorials() -> list[Tutorial]:
+    """The tutorials, in order, with their titles and what each teaches (from the index README)."""
+    folder = _tutorial_folder()
+    rows = re.findall(r"^\|\s*(\d+)\s*\|\s*\[([^\]]+)\]\(([^)]+\.ipynb)\)\s*\|\s*(.+?)\s*\|\s*$",
+                      (folder / "README.md").read_text(encoding="utf-8"), flags=re.M)
+    found = []
+    for number, title, file, teaches in rows:
+        path = folder / file
+        if path.is_file():
+            found.append(Tutorial(path.stem, int(number), title, teaches, path))
+    return found
+
+
+def _inside(root: Path, relative: str, what: str) -> Path:
+    """``root / relative``, refusing anything that leaves ``root``."""
+    root = root.resolve()
+    target = (root / relative.lstrip("/")).resolve()
+    if target != root and root not in target.parents:
+        raise ServiceError(f"The {what} {relative!r} is outside the server's folder.", 403)
+    return target
+
+
+def copy_tutorial(name: str, root: Path, directory: str = "") -> dict[str, str]:
+    """Copy tutorial ``name`` into ``directory`` (relative to ``root``). A copy already there is never
+    overwritten: the same file is simply opened again, a changed one is kept and opened as it is.
+
+    Returns ``{"path": <relative path to open>, "status": "created" | "unchanged" | "kept-your-copy"}``."""
+    by_name = {t.name: t for t in tutorials()}
+    if name not in by_name:
+        from ryzen_nb.errors import closest_first
+
+        raise ServiceError(f"There is no tutorial {name!r}; the tutorials are "
+                           f"{', '.join(closest_first(name, list(by_name)))}.", 404)
+    folder = _inside(root, directory, "folder")
+    if not folder.is_dir():
+        raise ServiceError(f"The folder {directory!r} does not exist.", 404)
+    source = by_name[name].path
+    dest = folder / source.name
+    original = source.read_bytes()
+    if dest.exists():
+        status = "unchanged" if hashlib.sha256(dest.read_bytes()).digest() == hashlib.sha256(original).digest() \
+            else "kept-your-copy"
+    else:
+        from ryzen_nb.graph.io import write_atomic
+
+        write_atomic(dest, original)
+        status = "created"
+    return {"path": dest.relative_to(root.resolve()).as_posix(), "status": status}
+
+
+# -- ONNX viewer --------------------------------------------------------------------------------------------
+def _dims(value_info: onnx.ValueInfoProto) -> list[int | str]:
+    return [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+            for d in value_info.type.tensor_type.shape.dim]
+
+
+def _io(values: Any, inits: set[str]) -> list[dict[str, Any]]:
+    return [{"name": v.name, "shape": _dims(v),
+             "dtype": str(np.dtype(onnx.helper.tensor_dtype_to_np_dtype(v.type.tensor_type.elem_type)))
+             if v.type.tensor_type.elem_type else "?"} for v in values if v.name not in inits]
+
+
+def _is_quantized(model: onnx.ModelProto) -> bool:
+    return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") or n.domain == "ryzen_nb" for n in model.graph.node)
+
+
+def onnx_summary(root: Path, path: str, target: str = "STX", precision: str = "as-is") -> dict[str, Any]:
+    """The file's summary and, for ``target`` and ``precision``, its NPU partition and latency estimate.
+
+    A model with dynamic input dimensions gets its summary and, instead of a partition, the reason
+    (``partition_error``): the NPU compiles static shapes only."""
+    file = _inside(root, path, "model")
+    if not file.is_file():
+        raise ServiceError(f"There is no file {path!r}.", 404)
+    size_mb = file.stat().st_size / 2**20
+    if size_mb > MAX_MODEL_MB:
+        raise ServiceError(f"{file.name} is {size_mb:.0f} MB; the viewer opens models up to {MAX_MODEL_MB} MB "
+                           "(use ryzen_nb.npu.compile in a notebook for larger ones).", 413)
+    try:
+        model = onnx.load(str(file))
+    except Exception as exc:  # noqa: BLE001 - protobuf raises several types for a file that is not ONNX
+        raise ServiceError(f"{file.name} is not an ONNX model ({type(exc).__name__}: {str(exc)[:200]}).", 415) from exc
+    if not model.graph.node:
+        raise ServiceError(f"{file.name} is not an ONNX model with a graph (no operators).", 415)
+    graph = model.graph
+    inits = {t.name for t in graph.initializer}
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+    ops = Counter((f"{n.domain}:" if n.domain and n.domain != "ai.onnx" else "") + n.op_type for n in graph.node)
+    inputs = _io(graph.input, inits)
+    quantized = _is_quantized(model)
+    summary: dict[str, Any] = {
+        "file": file.name, "size_mb": round(size_mb, 3), "opset": opset, "ir_version": model.ir_version,
+        "producer": " ".join(x for x in (model.producer_name, model.producer_version) if x),
+        "inputs": inputs, "outputs": _io(graph.output, set()),
+        "operators": len(graph.node), "op_histogram": dict(ops.most_common()),
+        "parameters": int(sum(int(np.prod(t.dims)) if t.dims else 1 for t in graph.initializer)),
+        "quantized": quantized, "precisions": ["as-is"] if quantized else list(PRECISIONS),
+        "target": target, "precision": precision, "partition": None, "partition_error": None,
+    }
+    dynamic = [f"{i['name']} {i['shape']}" for i in inputs if any(not isinstance(d, int) or d <= 0 for d in i["shape"])]
+    if dynamic:
+        summary["partition_error"] = (f"Dynamic input dimensions ({'; '.join(dynamic)}): the NPU compiles static "
+                                      "shapes only. Fix them when quantizing: ryzen_nb.quantize(..., input_shapes="
+                                      "{name: [1, 3, 224, 224]}).")
+        return summary
+    if precision not in summary["precisions"]:
+        raise ServiceError(f"Precision {precision!r} is not available for {file.name}; choose one of "
+                           f"{summary['precisions']}" + (" (the model is already quantized)." if quantized else "."))
+    try:
+        summary["partition"] = _partition(model, target, precision)
+    except RyzenNBError as exc:
+        summary["partition_error"] = f"{type(exc).__name__}: {exc}"
+    return summary
+
+
+def _partition(model: onnx.ModelProto, target: str, precision: str) -> dict[str, Any]:
+    from ryzen_nb import npu
+
+    if precision != "as-is":
+        import ryzen_nb
+        from ryzen_nb.quantization.config import get_default_config
+
+        qc = get_default_config(precision)
+        qc.extra_options["UseRandomData"] = True
+        model = ryzen_nb.quantize(model, None, qc, limit=2, progress=False).model
+    program = npu.compile(model, target)
+    estimate = npu.estimate_latency(program, target)
+    nodes = [{"name": n.name, "op": n.op_type, "device": n.device, "precision": n.precision, "reason": n.reason,
+              "subgraph": n.subgraph, "quantizer": bool(n.quantizer)} for n in program.nodes]
+    operators = [n for n in nodes if not n["quantizer"]]
+    return {
+        "target": program.target.name, "ep_log": program.ep_log(), "nodes": nodes,
+        "npu_operators": sum(n["device"] == "NPU" for n in operators),
+        "cpu_operators": sum(n["device"] == "CPU" for n in operators),
+        "npu_subgraphs": len(program.subgraphs), "precisions": program.precisions,
+        "cpu_reasons": json.loads(program.cpu_reasons().to_json(orient="records")),
+        "latency_ms": round(estimate.total_ms, 4),
+        "latency_breakdown_ms": {k: round(v, 4) for k, v in estimate.breakdown_ms.items()},
+        "latency_note": "an estimate of ryzen_nb.npu's roofline model with named assumptions, not a measurement",
+    }
+
+
+# -- "Quantize with ryzen-nb..." ---------------------------------------------------------------------------
+def quantize_notebook(root: Path, path: str) -> dict[str, str]:
+    """Write a notebook beside the ONNX file ``path`` that opens the config builder and the
+    calibration wizard for it, then quantizes, emulates and compares; returns ``{"path": ...}``."""
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+    file = _inside(root, path, "model")
+    if not file.is_file() or file.suffix.lower() != ".onnx":
+        raise ServiceError(f"{path!r} is not an .onnx file.", 404 if not file.exists() else 400)
+    stem = file.stem
+    dest = file.with_name(f"quantize_{stem}.ipynb")
+    k = 1
+    while dest.exists():  # never write over a notebook of the user
+        dest = file.with_name(f"quantize_{stem}-{k}.ipynb")
+        k += 1
+    model, out = json.dumps(file.name), json.dumps(f"{stem}_quantized.onnx")
+    cells = [
+        new_markdown_cell(f"# Quantize `{file.name}` with ryzen-nb\n\n"
+                          "1. pick a preset and settings in the **config builder**;\n"
+                          "2. build calibration data in the **calibration wizard** (keep a held-out split);\n"
+                          "3. quantize, see what the NPU would run, and compare with FP32 on the held-out data.\n\n"
+                          "Each widget shows the equivalent Python code."),
+        new_code_cell("import ryzen_nb\nfrom ryzen_nb.evaluation import compare\n"
+                      "from ryzen_nb.ui import CalibrationWizard, ConfigBuilder, PartitionView\n\n"
+                      f"MODEL = {model}"),
+        new_code_cell('builder = ConfigBuilder(MODEL, preset="XINT8")\nbuilder'),
+        new_code_cell("wizard = CalibrationWizard(MODEL)\nwizard"),
+        new_code_cell(f"summary = ryzen_nb.quantize(MODEL, {out}, builder.config, wizard.reader())\nsummary"),
+        new_code_cell('PartitionView(summary.output_path, target="STX")'),
+        new_code_cell('feeds, labels = wizard.evaluation()\nresult = compare(MODEL, {"quantized": summary}, feeds, '
+                      "labels=labels)\nresult.dashboard()"),
+    ]
+    notebook = new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                                  "name": "python3"}})
+    from ryzen_nb.graph.io import write_atomic
+
+    write_atomic(dest, nbformat.writes(notebook))
+    return {"path": dest.relative_to(root.resolve()).as_posix()}
