@@ -26,6 +26,11 @@ __all__ = ["ConfigBuilder"]
 FT_DEFAULTS = {"adaround": (1000, 0.1), "adaquant": (1000, 1e-5)}  #: (iterations, learning rate), Quark's
 
 
+def _labelled() -> dict[str, Any]:
+    """Checkbox options that show the whole label (ipywidgets' default width cuts long ones)."""
+    return {"indent": False, "layout": w.Layout(width="auto", margin="0 16px 0 0")}
+
+
 def _type_names() -> list[str]:
     from ryzen_nb.quantization.types import QUANT_TYPE_FORMATS
 
@@ -66,23 +71,23 @@ class ConfigBuilder(w.VBox):
 
         self.preset = w.Dropdown(options=[(f"{name} — {p.description}", name) for name, p in PRESETS.items()],
                                  value=self._preset_key(preset), description="preset", layout=w.Layout(width="95%"))
-        reset = w.Button(description="Reset to preset", icon="undo")
+        reset = w.Button(description="Reset to preset", icon="undo", layout=w.Layout(width="auto"))
         reset.on_click(self._reset_clicked)
 
         # types and calibration
         self.activation_type = w.Dropdown(options=_type_names(), description="activations")
         self.weight_type = w.Dropdown(options=_type_names(), description="weights")
         self.calibrate_method = w.Dropdown(options=_method_names(), description="calibration")
-        self.per_channel = w.Checkbox(description="per-channel weights")
-        self.activation_symmetric = w.Checkbox(description="symmetric activations")
-        self.weight_symmetric = w.Checkbox(description="symmetric weights")
+        self.per_channel = w.Checkbox(description="per-channel weights", **_labelled())
+        self.activation_symmetric = w.Checkbox(description="symmetric activations", **_labelled())
+        self.weight_symmetric = w.Checkbox(description="symmetric weights", **_labelled())
         types = w.VBox([w.HBox([self.activation_type, self.weight_type]), self.calibrate_method,
                         w.HBox([self.per_channel, self.activation_symmetric, self.weight_symmetric])])
 
         # accuracy recovery
-        self.cle = w.Checkbox(description="cross-layer equalization (CLE)")
-        self.bias_correction = w.Checkbox(description="bias correction")
-        self.fast_ft = w.Checkbox(description="fine-tune (AdaRound / AdaQuant)")
+        self.cle = w.Checkbox(description="cross-layer equalization (CLE)", **_labelled())
+        self.bias_correction = w.Checkbox(description="bias correction", **_labelled())
+        self.fast_ft = w.Checkbox(description="fine-tune (AdaRound / AdaQuant)", **_labelled())
         self.ft_algorithm = w.Dropdown(options=["adaround", "adaquant"], description="algorithm")
         self.ft_iterations = w.BoundedIntText(value=1000, min=1, max=1_000_000, description="iterations")
         self.ft_learning_rate = w.BoundedFloatText(value=0.1, min=1e-9, max=10.0, step=1e-5, description="learning rate")
@@ -102,8 +107,8 @@ class ConfigBuilder(w.VBox):
         self.mp_format = w.Dropdown(options=_type_names(), value="QInt16", description="format")
         self.mp_filter = w.Text(placeholder="filter tensor names", description="tensors")
         self.mp_tensors = w.SelectMultiple(options=self.tensors, rows=8, layout=w.Layout(width="95%"))
-        self.mp_add = w.Button(description="Give them this format", icon="plus")
-        self.mp_clear = w.Button(description="Clear", icon="trash")
+        self.mp_add = w.Button(description="Give them this format", icon="plus", layout=w.Layout(width="auto"))
+        self.mp_clear = w.Button(description="Clear", icon="trash", layout=w.Layout(width="auto"))
         self.mp_list = w.HTML()
         self.mp_add.on_click(self._add_mixed)
         self.mp_clear.on_click(self._clear_mixed)

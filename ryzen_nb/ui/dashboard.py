@@ -24,10 +24,27 @@ __all__ = ["ComparisonDashboard"]
 
 
 def _figure_widget(fig: Any) -> Any:
-    """A plotly FigureWidget (anywidget-based in plotly 6+: JupyterLab, Notebook 7, VS Code)."""
+    """A plotly FigureWidget (anywidget-based in plotly 6+: JupyterLab, Notebook 7, VS Code), for the
+    figure that changes (the histogram): each one carries plotly.js, about 5 MB, to the browser."""
     import plotly.graph_objects as go
 
     return go.FigureWidget(fig)
+
+
+def _static_figure(fig: Any) -> Any:
+    """A figure that never changes, as plotly's own output in an Output widget: JupyterLab's and VS
+    Code's plotly renderers draw it with the plotly.js they already have."""
+    from IPython.display import display
+
+    out = w.Output(layout=w.Layout(width="100%"))
+    with out:
+        display(fig)
+    return out
+
+
+def _scrolling(html: str) -> Any:
+    """An HTML table that scrolls sideways instead of being cut at the tab's edge."""
+    return w.HTML(f'<div style="overflow-x:auto;max-width:100%">{html}</div>')
 
 
 class ComparisonDashboard(w.VBox):
@@ -42,7 +59,7 @@ class ComparisonDashboard(w.VBox):
                         + (", labels given" if c.labels_given else "") + f"; models: {esc(', '.join(c.models))}")
         notes = w.HTML("".join(f"<div style='color:#666;font-size:12px'>{esc(n)}</div>" for n in c.notes))
         pages: list[tuple[str, Any]] = [
-            ("Overview", w.VBox([w.HTML(table_html(c.table.reset_index())), self._fig("task"), self._fig("size")])),
+            ("Overview", w.VBox([_scrolling(table_html(c.table.reset_index())), self._fig("task"), self._fig("size")])),
             ("Fidelity", w.VBox([self._fig("fidelity")])),
             ("Latency", w.VBox([self._fig("latency"), notes])),
             ("Per-layer error", w.VBox([self._fig("per_layer"), self._worst_layers()])),
@@ -50,7 +67,7 @@ class ComparisonDashboard(w.VBox):
         sensitivity = [name for name in self.figures if name.startswith("sensitivity ")]
         if sensitivity:
             pages.append(("Mixed precision", w.VBox([self._fig(n) for n in sensitivity]
-                                                    + [w.HTML(table_html(t)) for t in c.sensitivity.values()])))
+                                                    + [_scrolling(table_html(t)) for t in c.sensitivity.values()])))
         pages.append(("Histograms", self._histogram_page()))
         pages.append(("Export", self._export_page()))
         self.tabs = w.Tab(children=[page for _, page in pages])
@@ -60,14 +77,14 @@ class ComparisonDashboard(w.VBox):
         self.add_class("rnb-dashboard")
 
     def _fig(self, name: str) -> Any:
-        return _figure_widget(self.figures[name])
+        return _static_figure(self.figures[name])
 
     def _worst_layers(self) -> Any:
         pl = self.comparison.per_layer
         if not len(pl):
             return w.HTML("<i>No quantized tensor could be matched to an FP32 tensor.</i>")
         worst = pl.sort_values("sqnr_db").groupby("model").head(8).drop(columns=["order"])
-        return w.HTML("<b>Lowest SQNR per model</b>" + table_html(worst))
+        return _scrolling("<b>Lowest SQNR per model</b>" + table_html(worst))
 
     # -- histograms ------------------------------------------------------------------------------------
     def _histogram_page(self) -> Any:

@@ -56,7 +56,7 @@ class _BannerErrorBox(ErrorBox):
         self._report("")
 
 
-def _model_name(model: Any, proto: onnx.ModelProto) -> str:
+def _display_name_of(model: Any, proto: onnx.ModelProto) -> str:
     """What the header calls the model: its file name when it came from a file, else its graph name."""
     if isinstance(model, (str, Path)):
         return Path(model).name
@@ -145,16 +145,16 @@ class PartitionView(anywidget.AnyWidget):
         if isinstance(model_or_program, NPUProgram):
             program = model_or_program
             self._model = program.model
-            name = _model_name(None, program.model)
+            name = _display_name_of(None, program.model)
             # the program does not record the options it was compiled with: recompile only when asked
             if compile_options or (target is not None and get_target(target).name != program.target.name):
                 program = npu_compile(self._model, program.target if target is None else target, **compile_options)
         else:
             # parsed once: every recompilation (target changes) reuses this copy
             self._model = load_model(model_or_program)
-            name = _model_name(model_or_program, self._model)
+            name = _display_name_of(model_or_program, self._model)
             program = npu_compile(self._model, "STX" if target is None else target, **compile_options)
-        self._model_name = name
+        self._display_name = name  # not _model_name: that trait names the widget class for the front end
         self._options = dict(compile_options)
         self._program = program
         self._quiet = True  # the initial trait values are not a user's change of target
@@ -221,10 +221,10 @@ class PartitionView(anywidget.AnyWidget):
         self._program = program
         with self.hold_sync(), self._quietly():  # one message to the front end, not four
             self.nodes = [_node_dict(n) for n in program.nodes]
-            self.summary = _summary(program, self._model_name)
+            self.summary = _summary(program, self._display_name)
             self.target = target_name  # an alias such as "strix" becomes "STX", which the dropdown lists
             if self.selected and self.selected_node is None:
                 self.selected = ""
 
     def __repr__(self) -> str:
-        return f"<PartitionView {self._model_name} on {self._program.target.name}: {self._program.summary()}>"
+        return f"<PartitionView {self._display_name} on {self._program.target.name}: {self._program.summary()}>"

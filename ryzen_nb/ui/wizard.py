@@ -1017,9 +1017,11 @@ class CalibrationWizard:
         self.pages = w.Stack(pages, selected_index=0)
         title = w.HTML(f"<b>Calibration data for {esc(self.target.label)}</b>")
         code_title = w.HTML("<b>Equivalent Python code</b> (the same data without the widget)")
-        return w.VBox([title, w.HBox(self.step_buttons), self.step_label, self.pages,
-                       w.HBox([self.back_button, self.next_button]), self.problems_html, self.errors, code_title,
-                       self.code_html])
+        box = w.VBox([title, w.HBox(self.step_buttons), self.step_label, self.pages,
+                      w.HBox([self.back_button, self.next_button]), self.problems_html, self.errors, code_title,
+                      self.code_html])
+        box.add_class("rnb-calibration-wizard")
+        return box
 
     def _repr_mimebundle_(self, **kwargs: Any) -> Any:
         return self.widget._repr_mimebundle_(**kwargs)

@@ -246,3 +246,12 @@ def test_js_minimap_layout_and_links():
     assert huge["cols"] * huge["lines"] >= 5000 and huge["pitch"] >= 2 and huge["height"] < 200
     assert nothing["lines"] == 1 and nothing["height"] > 0
     assert producer == 0 and consumers == [1, 2] and has_x is False
+
+
+def test_the_widget_class_trait_is_left_to_anywidget(xint8_model) -> None:
+    """``_model_name`` names the front-end class to load: overwriting it (with the model's name, once)
+    made the browser fail with "Class ... not found in module anywidget" and show nothing."""
+    import anywidget
+
+    view = PartitionView(xint8_model)
+    assert view.get_state()["_model_name"] == anywidget.AnyWidget().get_state()["_model_name"]
