@@ -161,7 +161,7 @@ def onnx_summary(root: Path, path: str, target: str = "STX", precision: str = "a
         "operators": len(graph.node), "op_histogram": dict(ops.most_common()),
         "parameters": int(sum(int(np.prod(t.dims)) if t.dims else 1 for t in graph.initializer)),
         "quantized": quantized, "precisions": ["as-is"] if quantized else list(PRECISIONS),
-        "target": target, "precision": precision, "partition": None, "partition_error": None,
+        "targets": _targets(), "target": target, "precision": precision, "partition": None, "partition_error": None,
     }
     dynamic = [f"{i['name']} {i['shape']}" for i in inputs if any(not isinstance(d, int) or d <= 0 for d in i["shape"])]
     if dynamic:
@@ -177,6 +177,14 @@ def onnx_summary(root: Path, path: str, target: str = "STX", precision: str = "a
     except RyzenNBError as exc:
         summary["partition_error"] = f"{type(exc).__name__}: {exc}"
     return summary
+
+
+def _targets() -> list[dict[str, Any]]:
+    """The NPU targets the viewer offers, with the precisions each runs."""
+    from ryzen_nb.npu.targets import TARGETS
+
+    return [{"name": t.name, "label": t.label, "generation": t.generation, "precisions": list(t.precisions)}
+            for t in TARGETS.values()]
 
 
 def _partition(model: onnx.ModelProto, target: str, precision: str) -> dict[str, Any]:

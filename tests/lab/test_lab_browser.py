@@ -1,0 +1,133 @@
+"""The JupyterLab extension in a real browser, as a user meets it right after ``pip install``:
+JupyterLab from this environment (the prebuilt extension comes from the wheel's shared data, the
+server extension from its config) and Debian's Chromium driven by Playwright (no browser download).
+
+It finds the "Ryzen AI" section of the launcher with a card per tutorial, opens a tutorial from it
+(a copy lands in the working folder), opens an ``.onnx`` file from the file browser and sees its
+summary and NPU partition (then another precision and target), asks "Quantize with ryzen-nb…" from
+the file's context menu and gets the notebook, and sees the error for a file that is not ONNX. The
+harness (server, deadline, console watch, no request leaving the machine) is the widgets' browser
+test's, in ``tests/ui/test_browser.py``. Screenshots go to ``tests/ui/screenshots/lab_*.png``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.ui.test_browser import (
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    Browser,
+    BrowserProblems,
+    Deadline,
+    JupyterLab,
+    _playwright,
+    _shoot,
+)
+
+pytestmark = pytest.mark.slow
+
+JS_APP_READY = "() => Boolean(window.jupyterapp && window.jupyterapp.shell && document.querySelector('.jp-Launcher'))"
+
+
+@contextlib.contextmanager
+def _lab(tmp: Path, deadline: Deadline):
+    root = tmp / "work"
+    root.mkdir()
+    from ryzen_nb import zoo
+
+    shutil.copy(zoo.load_model("resnet_digits").path, root / "digits.onnx")
+    (root / "notes.onnx").write_text("these are notes, not a model\n")
+    server = JupyterLab(tmp, root)
+    try:
+        server.start(deadline)
+        yield server
+    finally:
+        server.stop()
+
+
+def test_launcher_viewer_and_quantize_in_jupyterlab(tmp_path: Path) -> None:
+    sync_api = _playwright()
+    deadline = Deadline(240.0)
+    with _lab(tmp_path, deadline) as server, sync_api.sync_playwright() as playwright:
+        tutorials = server.api("GET", "/ryzen-nb/tutorials")["tutorials"]
+        assert tutorials, "the server extension lists no tutorials"
+        problems = BrowserProblems(server.url)
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+                                             timeout=deadline.ms())
+        try:
+            context = browser.new_context(viewport={"width": 1400, "height": 1000})
+            context.route(problems.is_external, problems.block)
+            page = context.new_page()
+            page.on("console", problems.on_console)
+            page.on("pageerror", problems.on_page_error)
+            b = Browser(page, sync_api, deadline, problems)
+
+            with b.step("the launcher shows a 'Ryzen AI' section with a card per tutorial"):
+                page.goto(f"{server.url}/lab?token={server.token}", wait_until="domcontentloaded", timeout=b.ms())
+                page.wait_for_function(JS_APP_READY, timeout=b.ms())
+                section = page.locator(".jp-Launcher-section", has=page.locator(".jp-Launcher-sectionTitle",
+                                                                                has_text="Ryzen AI"))
+                cards = section.locator(".jp-LauncherCard")
+                b.expect(cards).to_have_count(len(tutorials), timeout=b.ms())
+                first = tutorials[0]
+                b.expect(cards.first).to_contain_text(f"{first['number']} · {first['title']}", timeout=b.ms())
+                _shoot(page, "lab_launcher")
+
+            with b.step("a launcher card copies its tutorial into the folder and opens it"):
+                cards.first.click()
+                name = f"{first['name']}.ipynb"
+                tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text=name)
+                b.expect(tab).to_be_visible(timeout=b.ms())
+                b.expect(page.locator(".jp-NotebookPanel:visible .jp-Cell").first).to_be_visible(timeout=b.ms())
+                assert (server.root / name).is_file()
+
+            with b.step("double-clicking an .onnx file opens the viewer with its summary and partition"):
+                item = page.locator('.jp-DirListing-item[data-file-type="onnx"]', has_text="digits.onnx")
+                item.dblclick(timeout=b.ms())
+                viewer = page.locator(".rnb-onnx-viewer:visible")
+                b.expect(viewer.locator(".rnb-facts")).to_contain_text("digits.onnx", timeout=b.ms())
+                b.expect(viewer.locator(".rnb-io")).to_contain_text("1×1×8×8")
+                b.expect(viewer.locator(".rnb-histogram")).to_contain_text("Conv")
+                b.expect(viewer.locator(".rnb-headline")).to_contain_text("on NPU", timeout=b.ms())
+                b.expect(viewer.locator(".rnb-latency")).to_contain_text("estimated latency on STX")
+                _shoot(page, "lab_onnx_viewer")
+
+            with b.step("choosing XINT8 on PHX recompiles: the convolutions run on the NPU"):
+                viewer.locator("select.rnb-precision").select_option("XINT8")
+                b.expect(viewer.locator(".rnb-latency")).to_contain_text("STX", timeout=b.ms())
+                b.expect(viewer.locator(".rnb-status")).to_have_text("", timeout=b.ms())
+                viewer.locator("select.rnb-target").select_option("PHX")
+                b.expect(viewer.locator(".rnb-latency")).to_contain_text("estimated latency on PHX", timeout=b.ms())
+                headline = viewer.locator(".rnb-headline").inner_text()
+                npu_ops = int(headline.split("NPU ")[1].split(" ops")[0])
+                assert npu_ops > 0, headline
+                b.expect(viewer.locator("tr.rnb-npu", has_text="Conv").first).to_be_visible()
+                _shoot(page, "lab_onnx_viewer_xint8_phx")
+
+            with b.step("'Quantize with ryzen-nb…' in the file's context menu writes and opens a notebook"):
+                item.click(button="right", timeout=b.ms())
+                page.locator(".lm-Menu-item", has_text="Quantize with ryzen-nb…").click(timeout=b.ms())
+                tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="quantize_digits.ipynb")
+                b.expect(tab).to_be_visible(timeout=b.ms())
+                assert (server.root / "quantize_digits.ipynb").is_file()
+                b.expect(page.locator(".jp-NotebookPanel:visible")).to_contain_text("ConfigBuilder", timeout=b.ms())
+
+            with b.step("a file that is not ONNX shows the reason in the viewer"):
+                page.locator('.jp-DirListing-item[data-file-type="onnx"]', has_text="notes.onnx").dblclick(
+                    timeout=b.ms())
+                error = page.locator(".rnb-onnx-viewer:visible .rnb-status.rnb-error")
+                b.expect(error).to_contain_text("is not an ONNX model", timeout=b.ms())
+                _shoot(page, "lab_onnx_viewer_error")
+
+            assert not problems.external, f"requests tried to leave the machine: {problems.external}"
+            # the browser logs every failed request itself: the 415 for notes.onnx is the one this test asked for
+            errors = [e for e in problems.unexplained_console_errors()
+                      if not ("status of 415" in e and "path=notes.onnx" in e)]
+            assert not errors, "the browser console reported errors:\n" + "\n".join(errors)
+        finally:
+            browser.close()

@@ -1,0 +1,135 @@
+/** Unit tests of what the ONNX viewer and the launcher show (node --test, no browser). */
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import {
+  copyNotice,
+  errorMessage,
+  escapeHTML,
+  formatCount,
+  formatMs,
+  formatShape,
+  npuShare,
+  partitionHeadline,
+  renderHistogram,
+  renderPartition,
+  renderSummary
+} from '../src/render';
+import type { INodeInfo, IOnnxSummary, IPartition } from '../src/types';
+
+function node(name: string, op: string, device: 'NPU' | 'CPU', extra: Partial<INodeInfo> = {}): INodeInfo {
+  return { name, op, device, precision: 'XINT8', reason: '', subgraph: 0, quantizer: false, ...extra };
+}
+
+function partition(nodes: INodeInfo[]): IPartition {
+  const operators = nodes.filter(n => !n.quantizer);
+  return {
+    target: 'STX',
+    ep_log: '[Vitis AI EP] No. of Operators :   CPU     2    NPU    78',
+    nodes,
+    npu_operators: operators.filter(n => n.device === 'NPU').length,
+    cpu_operators: operators.filter(n => n.device === 'CPU').length,
+    npu_subgraphs: 1,
+    precisions: { XINT8: 3 },
+    cpu_reasons: [],
+    latency_ms: 1.23456,
+    latency_breakdown_ms: { npu: 0.5, host: 0.73456 },
+    latency_note: 'an estimate, not a measurement'
+  };
+}
+
+const summary: IOnnxSummary = {
+  file: 'model<1>.onnx',
+  size_mb: 0.312,
+  opset: 17,
+  ir_version: 8,
+  producer: 'pytorch 2.13',
+  inputs: [{ name: 'image', shape: [1, 1, 8, 8], dtype: 'float32' }],
+  outputs: [{ name: 'logits', shape: ['batch', 10], dtype: 'float32' }],
+  operators: 4,
+  op_histogram: { Conv: 2, Relu: 1, Gemm: 1 },
+  parameters: 78123,
+  quantized: false,
+  precisions: ['as-is', 'XINT8'],
+  targets: [{ name: 'STX', label: 'Strix Point', generation: 'XDNA2', precisions: ['XINT8', 'BF16'] }],
+  target: 'STX',
+  precision: 'as-is',
+  partition: null,
+  partition_error: null
+};
+
+test('escapeHTML escapes markup and quotes', () => {
+  assert.equal(escapeHTML(`<img src="x" onerror='1'>&`), '&lt;img src=&quot;x&quot; onerror=&#39;1&#39;&gt;&amp;');
+});
+
+test('shapes, counts and times read as a person writes them', () => {
+  assert.equal(formatShape([1, 3, 224, 224]), '1×3×224×224');
+  assert.equal(formatShape(['batch', 128]), 'batch×128');
+  assert.equal(formatShape([]), 'scalar');
+  assert.equal(formatCount(4652008), '4.65 M');
+  assert.equal(formatCount(78123), '78.1 k');
+  assert.equal(formatCount(512), '512');
+  assert.equal(formatCount(2.5e9), '2.50 G');
+  assert.equal(formatMs(0.25), '250 µs');
+  assert.equal(formatMs(1.23456), '1.23 ms');
+  assert.equal(formatMs(250.4), '250 ms');
+});
+
+test('the NPU share counts operators, not quantizer nodes', () => {
+  const p = partition([
+    node('q', 'QuantizeLinear', 'NPU', { quantizer: true }),
+    node('conv', 'Conv', 'NPU'),
+    node('relu', 'Relu', 'NPU'),
+    node('softmax', 'Softmax', 'CPU', { reason: 'not supported on PHX' })
+  ]);
+  assert.equal(npuShare(p), 66.7);
+  assert.equal(partitionHeadline(p), 'NPU 2 ops · CPU 1 ops · 66.7% on NPU · 1 NPU subgraph');
+  assert.equal(npuShare({ ...p, npu_operators: 0, cpu_operators: 0 }), 0);
+});
+
+test('the partition lists CPU reasons grouped, hides quantizer nodes unless asked', () => {
+  const p = partition([
+    node('q', 'QuantizeLinear', 'NPU', { quantizer: true }),
+    node('conv', 'Conv', 'NPU'),
+    node('a', 'Softmax', 'CPU', { reason: 'Softmax <unsupported>' }),
+    node('b', 'Softmax', 'CPU', { reason: 'Softmax <unsupported>' })
+  ]);
+  const html = renderPartition(p);
+  assert.match(html, /<b>2×<\/b> Softmax &lt;unsupported&gt;/);
+  assert.match(html, /1 quantizer nodes hidden/);
+  assert.doesNotMatch(html, /QuantizeLinear/);
+  assert.match(html, /estimated latency on STX: <b>1.23 ms<\/b>/);
+  assert.match(html, /Vitis AI EP/);
+  const all = renderPartition(p, true);
+  assert.match(all, /QuantizeLinear/);
+  assert.doesNotMatch(all, /quantizer nodes hidden/);
+  assert.match(renderPartition(partition([node('conv', 'Conv', 'NPU')])), /Every operator runs on the NPU/);
+});
+
+test('the summary escapes names from the model file and lists inputs and outputs', () => {
+  const html = renderSummary(summary);
+  assert.match(html, /model&lt;1&gt;.onnx \(0.312 MB\)/);
+  assert.match(html, /<td class="rnb-name">image<\/td><td>1×1×8×8<\/td><td>float32<\/td>/);
+  assert.match(html, /batch×10/);
+  assert.match(html, /78.1 k/);
+  assert.match(html, /pytorch 2.13/);
+});
+
+test('the histogram puts the most frequent op first and sums the tail', () => {
+  const html = renderHistogram({ Relu: 1, Conv: 5, Add: 2, Gemm: 1 }, 2);
+  assert.ok(html.indexOf('Conv') < html.indexOf('Add'));
+  assert.match(html, /2 other op types<\/span><span class="rnb-bar" style="width:40%"><\/span><span class="rnb-bar-value">2</);
+});
+
+test('errors: the server sentence when there is one, else how to enable the extension', () => {
+  assert.equal(errorMessage(415, { error: 'x.onnx is not an ONNX model' }), 'x.onnx is not an ONNX model');
+  assert.match(errorMessage(404, '<html>404</html>'), /jupyter server extension enable ryzen_nb.jupyter/);
+  assert.equal(errorMessage(500, 'boom'), 'The ryzen-nb server extension answered HTTP 500.');
+});
+
+test('copying a tutorial over a changed copy says it was kept', () => {
+  assert.equal(copyNotice({ path: 'a/01_getting_started.ipynb', status: 'created' }), null);
+  assert.equal(copyNotice({ path: 'a/01_getting_started.ipynb', status: 'unchanged' }), null);
+  assert.match(copyNotice({ path: 'a/01_getting_started.ipynb', status: 'kept-your-copy' }) ?? '', /^01_getting_started.ipynb is already/);
+});
