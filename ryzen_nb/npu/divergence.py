@@ -86,7 +86,7 @@ def divergence(model: ModelLike, data: Any, target: str | Target = "STX", *, lim
 
     ``data``: inputs as for calibration (an array, a list of feed dicts, a folder, a reader);
     ``limit`` samples at most. An output diverges when its mean cosine similarity falls below
-    ``cosine_threshold`` or, for outputs with a class axis (last dimension > 1), when the top-1
+    ``cosine_threshold`` or, for outputs of class scores (shape ``[C]`` or ``[N, C]``), when the top-1
     class agrees on fewer than ``agreement_threshold`` of the samples. ``per_layer`` also compares
     every intermediate tensor both graphs hold, on the first sample.
     """
@@ -119,7 +119,9 @@ def divergence(model: ModelLike, data: Any, target: str | Target = "STX", *, lim
     rows = []
     for name in outputs:
         cosines = [cosine(a, b) for a, b in zip(ref[name], emu[name])]
-        classes = ref[name][0].shape[-1] if ref[name][0].ndim else 1
+        # class scores are a vector per sample ([C] or [N, C]); the last axis of a feature map or a
+        # hidden state is not a class axis, and its "top-1" would flag agreeing outputs as diverging
+        classes = ref[name][0].shape[-1] if ref[name][0].ndim in (1, 2) else 1
         if classes > 1:
             agree = float(np.mean([np.array_equal(a.reshape(-1, classes).argmax(-1), b.reshape(-1, classes).argmax(-1))
                                    for a, b in zip(ref[name], emu[name])]))

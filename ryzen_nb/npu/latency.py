@@ -116,6 +116,11 @@ def estimate_latency(model: ModelLike | NPUProgram, target: str | Target = "STX"
     graph = program.model.graph
     shapes = _shapes(program.model)
     inits = {i.name for i in graph.initializer}
+    # weights: initializers and what quantizers compute from them alone (a QDQ model's weight reaches
+    # its operator through a DequantizeLinear); they stream as weights, never as activations
+    for n in program.nodes:
+        if n.quantizer and all(i in inits for i in n.inputs if i):
+            inits.update(o for o in n.outputs if o)
     clock_hz = t.clock_ghz * 1e9
     ddr_bps = t.ddr_gbps * 1e9
     l2_bytes = t.l2_kib * 1024 * (t.columns + (1 if t.generation == "XDNA" else 0))

@@ -410,18 +410,23 @@ def _variable_pool(recipe: Recipe, target: ModelTarget, namespace: Mapping[str, 
         raise CalibrationDataError(f"{recipe.variable!r} is an iterator (a generator?), which can be read only once; "
                                    f"make it a list first: {recipe.variable} = list({recipe.variable}).")
     samples = list(make_reader(data, input_names=target.names, input_shapes=target.shapes))
-    return SamplePool(samples, lambda feed: [feed], _labels(recipe, namespace, len(samples)), kind="array")
+    # a count mismatch often means the array was split wrongly (an axis short: read as one sample)
+    read_as = ""
+    if samples and isinstance(samples[0], Mapping):
+        given = ", ".join(f"{name!r} {_dims(np.shape(value))}" for name, value in samples[0].items())
+        read_as = f" (each read as {given}; the model takes {', '.join(_dims(s.shape) for s in target.specs)})"
+    return SamplePool(samples, lambda feed: [feed], _labels(recipe, namespace, len(samples), read_as), kind="array")
 
 
-def _labels(recipe: Recipe, namespace: Mapping[str, Any], count: int) -> np.ndarray | None:
+def _labels(recipe: Recipe, namespace: Mapping[str, Any], count: int, read_as: str = "") -> np.ndarray | None:
     """The labels of the notebook variable ``recipe.labels_variable`` (one per sample), if one is named."""
     if not recipe.labels_variable:
         return None
     labels = np.asarray(lookup_variable(namespace, recipe.labels_variable, "labels"))
     if labels.ndim == 0 or len(labels) != count:
         raise CalibrationDataError(
-            f"{recipe.labels_variable!r} holds {labels.size} label(s) but the source gives {count} samples; give one "
-            "label per sample, in the same order."
+            f"{recipe.labels_variable!r} holds {labels.size} label(s) but the source gives {count} samples{read_as}; "
+            "give one label per sample, in the same order."
         )
     return labels
 

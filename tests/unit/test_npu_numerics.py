@@ -201,3 +201,22 @@ def test_fp32_accumulation_is_within_one_bf16_unit_of_exact() -> None:
         assert (checked.mismatches <= 0.01 * checked.elements).all()
     with pytest.raises(ConfigError, match="accumulation"):
         npu.NPUSession(model, "STX", accumulation="fp64")
+
+
+def test_divergence_does_not_read_a_feature_map_as_class_scores() -> None:
+    """A [1, 8, 16, 16] feature map agreeing to cosine 0.999 was flagged 'diverges' because its last
+    axis was taken for classes (found by notebook 8)."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = np.random.default_rng(0).normal(0, 0.3, (8, 3, 3, 3)).astype(np.float32)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), helper.make_node("Relu", ["c"], ["features"])],
+        "features", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 16, 16])],
+        [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 8, 16, 16])],
+        [numpy_helper.from_array(w, "w")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    q = ryzen_nb.quantize(model, None, "XINT8", random_images(8, size=16), progress=False).model
+    report = npu.divergence(q, random_images(4, size=16, seed=5), "PHX")
+    row = report.table.iloc[0]
+    assert np.isnan(row.top1_agreement) and row.cosine_mean > 0.99
+    assert report.ok
