@@ -42,6 +42,17 @@ def _get(url: str) -> dict:
         return json.loads(response.read())
 
 
+def _decode(raw: str | bytes) -> dict:
+    """A kernel message from the websocket: text frames are JSON; messages with binary buffers (widget
+    state, for instance) come as binary frames of Jupyter server's legacy layout: a big-endian uint32
+    count, that many uint32 offsets, then the JSON message and the buffers at those offsets."""
+    if isinstance(raw, str):
+        return json.loads(raw)
+    count = int.from_bytes(raw[:4], "big")
+    offsets = [int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(count)] + [len(raw)]
+    return json.loads(raw[offsets[0]:offsets[1]].decode("utf-8"))
+
+
 def _execute(base: str, token: str, kernel_id: str, code: str, timeout: float = 300.0) -> list[dict]:
     """Run ``code`` in the kernel through the server's websocket; return the iopub messages of the cell."""
     from tornado.ioloop import IOLoop
@@ -66,7 +77,7 @@ def _execute(base: str, token: str, kernel_id: str, code: str, timeout: float = 
             raw = await ws.read_message()
             if raw is None:
                 raise RuntimeError("the server closed the kernel websocket")
-            msg = json.loads(raw)
+            msg = _decode(raw)
             if msg.get("parent_header", {}).get("msg_id") != msg_id:
                 continue
             if msg["channel"] == "shell" and msg["msg_type"] == "execute_reply":
