@@ -9,7 +9,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from ryzen_nb.graph.builder import IR_VERSION
 
-__all__ = ["float16_to_float32", "float32_to_bfloat16", "has_float16"]
+__all__ = ["float16_io", "float16_to_float32", "float32_to_bfloat16", "has_float16", "with_float16_io"]
 
 _FLOAT_TYPES = (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16)
 
@@ -70,6 +70,42 @@ def _retype(model: onnx.ModelProto, source: int, target: int, keep_io: bool) -> 
     g.node.extend(nodes)
     del g.value_info[:]
     m.ir_version = IR_VERSION
+    return m
+
+
+def float16_io(model: onnx.ModelProto) -> tuple[list[str], list[str]]:
+    """Names of the float16 graph inputs and outputs."""
+    g = model.graph
+    return ([vi.name for vi in g.input if vi.type.tensor_type.elem_type == TensorProto.FLOAT16],
+            [vi.name for vi in g.output if vi.type.tensor_type.elem_type == TensorProto.FLOAT16])
+
+
+def with_float16_io(model: onnx.ModelProto, inputs: list[str], outputs: list[str]) -> onnx.ModelProto:
+    """A copy of ``model`` whose float32 graph inputs ``inputs`` and outputs ``outputs`` are float16,
+    with a Cast at each (the boundary :func:`float16_to_float32` keeps with ``keep_io_types``)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    g = m.graph
+    head, tail = [], []
+    for vi in g.input:
+        if vi.name in inputs:
+            inner = f"{vi.name}_as_float"
+            for node in g.node:
+                node.input[:] = [inner if name == vi.name else name for name in node.input]
+            head.append(helper.make_node("Cast", [vi.name], [inner], name=f"{inner}_Cast", to=TensorProto.FLOAT))
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    for vi in g.output:
+        if vi.name in outputs:
+            inner = f"{vi.name}_as_float"
+            for node in g.node:
+                node.input[:] = [inner if name == vi.name else name for name in node.input]
+                node.output[:] = [inner if name == vi.name else name for name in node.output]
+            tail.append(helper.make_node("Cast", [inner], [vi.name], name=f"{vi.name}_Cast", to=TensorProto.FLOAT16))
+            vi.type.tensor_type.elem_type = TensorProto.FLOAT16
+    nodes = head + list(g.node) + tail
+    del g.node[:]
+    g.node.extend(nodes)
+    del g.value_info[:]
     return m
 
 

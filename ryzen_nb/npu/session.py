@@ -19,8 +19,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import onnx
 
 from ryzen_nb.errors import ConfigError
+from ryzen_nb.graph.convert import float16_to_float32
 from ryzen_nb.graph.io import ModelLike, load_model
 from ryzen_nb.graph.prepare import ort_session
 from ryzen_nb.npu.compile import NPUProgram, compile
@@ -41,6 +43,11 @@ class NPUSession:
         if accumulation not in ("exact", "fp32"):
             raise ConfigError(f"accumulation must be 'exact' or 'fp32' (faster BF16 kernels); got {accumulation!r}.")
         self.model = load_model(model)
+        if any(t.data_type == onnx.TensorProto.FLOAT16 for t in self.model.graph.initializer):
+            # an FP16 model: compile() places its operators on the NPU in BF16, as an FP32 model's,
+            # but the kernels below work on float32 tensors; emulate a float32 copy that keeps the
+            # float16 inputs and outputs (as convert_bf16 does with FP16 models)
+            self.model = float16_to_float32(self.model, keep_io_types=True)
         self.rounding = rounding
         self.accumulation = accumulation
         self.program: NPUProgram = compile(self.model, target, **compile_options)

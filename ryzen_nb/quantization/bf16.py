@@ -28,7 +28,7 @@ import numpy as np
 import onnx
 
 from ryzen_nb.errors import UnknownNameError
-from ryzen_nb.graph.convert import float16_to_float32, float32_to_bfloat16, has_float16
+from ryzen_nb.graph.convert import float16_io, float16_to_float32, float32_to_bfloat16, has_float16, with_float16_io
 from ryzen_nb.graph.io import ModelLike, load_model, model_path_of, save_model
 from ryzen_nb.graph.prepare import input_specs, ort_session, prepare
 from ryzen_nb.quantization.config import get_default_config
@@ -84,7 +84,11 @@ def convert_bf16(model: ModelLike, output_path: str | Path | None, format: str =
     m = load_model(model)
     from_fp16 = has_float16(m)
     if from_fp16:
-        m = float16_to_float32(m, keep_io_types=True)
+        io16 = float16_io(m)
+        # the quantizer formats quantize a float32 model with float32 inputs and outputs and get the FP16
+        # boundary back afterwards: quantized inside, the outputs' Casts to FP16 would read the tensors
+        # before their bf16 rounding (and leave the output quantizers dangling)
+        m = float16_to_float32(m, keep_io_types=format == "bf16")
     summary = None
     if format == "bf16":
         prepared = prepare(m, optimize=True).model
@@ -102,6 +106,10 @@ def convert_bf16(model: ModelLike, output_path: str | Path | None, format: str =
             qc.extra_options["EnableVaimlBF16"] = True
         summary = quantize(m, None, qc, progress=False)
         converted = summary.model
+        if from_fp16:
+            converted = with_float16_io(converted, *io16)
+            converted = onnx.shape_inference.infer_shapes(converted, strict_mode=False)
+            summary.model = converted
     runs, message = check_runs_on_cpu(converted)
     out = save_model(converted, output_path, protect=source) if output_path is not None else None
     if summary is not None:
