@@ -165,7 +165,9 @@ def compare(
     then prepares ``data``, which may be a zoo Dataset: its labels are used). ``variants`` is a
     dict ``{name: model}`` or a list (named by preset or file). ``data``: held-out samples in any
     form :func:`ryzen_nb.calibration.make_reader` accepts. ``targets``: NPU targets to estimate
-    latency for (``()`` for none). ``latency_runs=0`` skips CPU timing.
+    latency for (``()`` for none). ``latency_runs=0`` skips CPU timing. ``per_layer_samples``: samples
+    for the per-layer error (it runs every tensor of both models as an output, which costs memory on
+    large models: a few hundred MB on a 22M-parameter transformer); ``0`` skips it.
     """
     import pandas as pd
     from tqdm.auto import tqdm
@@ -206,7 +208,11 @@ def compare(
                       axis=1).loc[list(outputs)]
     table.index.name = "model"
 
-    per_layer = _per_layer(models, feeds[: max(1, per_layer_samples)], progress)
+    if per_layer_samples > 0:
+        per_layer = _per_layer(models, feeds[:per_layer_samples], progress)
+    else:
+        per_layer = pd.DataFrame(columns=PER_LAYER_COLUMNS)
+        notes.append("Per-layer error skipped (per_layer_samples=0).")
     sensitivity = {m.name: m.summary.reports["mixed_precision"].table for m in models
                    if m.summary is not None and "mixed_precision" in getattr(m.summary, "reports", {})}
     if targets:
@@ -397,6 +403,9 @@ def _probe(model: onnx.ModelProto, names: list[str]) -> Any:
     return _session(probe)
 
 
+PER_LAYER_COLUMNS = ["model", "tensor", "kind", "format", "sqnr_db", "order"]
+
+
 def _per_layer(models: list[_Model], feeds: list[dict], progress: bool) -> Any:
     """SQNR of each quantized tensor of each variant against the FP32 tensor, accumulated over
     ``feeds`` (Σ signal² / Σ noise², one sample in memory at a time)."""
@@ -432,4 +441,4 @@ def _per_layer(models: list[_Model], feeds: list[dict], progress: bool) -> Any:
             sqnr = 10 * np.log10(signal[i] / noise[i]) if noise[i] > 0 and signal[i] > 0 else np.inf
             rows.append({"model": m.name, "tensor": f, "kind": kind, "format": formats.get(f, ""),
                          "sqnr_db": float(sqnr), "order": order.get(f, len(order))})
-    return pd.DataFrame(rows, columns=["model", "tensor", "kind", "format", "sqnr_db", "order"])
+    return pd.DataFrame(rows, columns=PER_LAYER_COLUMNS)

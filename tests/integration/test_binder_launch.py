@@ -126,6 +126,9 @@ def test_binder_files_launch_the_tutorials(tmp_path) -> None:
         assert "01_getting_started.ipynb" in names and "README.md" in names
         shipped = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")}
         assert shipped <= names, f"the server does not list {sorted(shipped - names)}"
+        # the JupyterLab extension came with the wheel: its server half lists the packaged tutorials
+        launcher = {t["name"] + ".ipynb" for t in _get(f"{base}/ryzen-nb/tutorials?token={token}")["tutorials"]}
+        assert launcher == shipped, f"the launcher's tutorials {sorted(launcher)} are not the shipped {sorted(shipped)}"
 
         request = urllib.request.Request(f"{base}/api/kernels?token={token}", method="POST",
                                          data=json.dumps({"name": "python3", "path": "notebooks"}).encode())

@@ -110,3 +110,14 @@ def test_mixed_precision_sensitivity_in_the_dashboard() -> None:
     titles = [d.tabs.get_title(i) for i in range(len(d.tabs.children))]
     assert "Mixed precision" in titles and "sensitivity mixed" in d.figures
     assert "sensitivity mixed" in c.to_html()
+
+
+def test_per_layer_error_can_be_skipped_for_large_models(digits) -> None:
+    model, _ = digits
+    calibration = [model.preprocess(s) for s in zoo.load_dataset("digits", "calibration").samples[:32]]
+    xint8 = ryzen_nb.quantize(model.path, None, "XINT8", calibration, progress=False)
+    c = compare(model, {"XINT8": xint8}, zoo.load_dataset("digits", "evaluation"), latency_runs=0, targets=(),
+                per_layer_samples=0, max_samples=40, progress=False)
+    assert c.per_layer.empty and any("per_layer_samples=0" in n for n in c.notes)
+    d = ComparisonDashboard(c)  # the dashboard and the export still work without the per-layer table
+    assert d.errors.last_error is None and "<table" in c._repr_html_()
