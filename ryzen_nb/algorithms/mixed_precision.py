@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ryzen_nb import formats as formats_
 from ryzen_nb.algorithms.options import MixedPrecisionOptions
 from ryzen_nb.errors import ConfigError
 from ryzen_nb.evaluation.metrics import cosine, l2, sqnr
@@ -47,6 +48,7 @@ class Unit:
     inputs: list[str]  #: activation tensors the layers read
     outputs: list[str]  #: activation tensors they produce (after a fused activation)
     weights: list[str]  #: weight tensors
+    biases: list[str] = field(default_factory=list)  #: bias tensors
 
 
 @dataclass
@@ -108,6 +110,7 @@ class _Layout:
             if out and out not in u.outputs:
                 u.outputs.append(out)
             u.weights += [n for n in node.input[1:] if n in plan.tensors and plan.tensors[n].role == "weight"]
+            u.biases += [n for n in node.input[2:] if n in plan.tensors and plan.tensors[n].role == "bias"]
         self.units = list(units.values())
         #: activation tensor -> names of the nodes reading it (the quantized value)
         self.readers = {n: [graph.node[i].name for i in readers.get(n, [])] for n in plan.tensors if is_act(n)}
@@ -119,8 +122,11 @@ class _Layout:
         formats: dict[str, str] = {}
         dual: dict[str, tuple[str, tuple[str, ...]]] = {}
         if o.weight_format:
+            # a float or block weight format (BFP16, MX, bfloat16) takes the bias along, as those presets do;
+            # an integer one leaves it to the engine (int32 with scale input x weight)
+            follow = formats_.get(o.weight_format).info.family != "integer"
             for k in chosen:
-                for w in self.units[k].weights:
+                for w in self.units[k].weights + (self.units[k].biases if follow else []):
                     formats[w] = o.weight_format
         if not o.act_format:
             return formats, dual

@@ -64,10 +64,20 @@ class PreparedModel:
         return [i.name for i in self.inputs]
 
 
-def ort_session(model: onnx.ModelProto, **options: Any) -> ort.InferenceSession:
-    """An onnxruntime CPU session, quiet, for a model held in memory (external data inlined)."""
+def ort_session(model: onnx.ModelProto, *, fused_qdq: bool = False, **options: Any) -> ort.InferenceSession:
+    """An onnxruntime CPU session, quiet, for a model held in memory (external data inlined).
+
+    A QDQ model runs as written — each DequantizeLinear, the float operator, each QuantizeLinear —
+    never as onnxruntime's fused integer kernels (``session.disable_quant_qdq``): on x86 CPUs without
+    VNNI those add pairs of uint8 x int8 products in int16 with saturation, so an A8W8 model (int8
+    activations, int32 bias: QLinearConv) computed there is not the model (EfficientNet-Lite0 A8W8:
+    cosine to FP32 0.76 fused on AVX2, 0.92 as written), and results would depend on the CPU.
+    ``fused_qdq=True`` keeps onnxruntime's fusion: what a CPU deployment runs, for timing only.
+    """
     so = ort.SessionOptions()
     so.log_severity_level = 3
+    if not fused_qdq:
+        so.add_session_config_entry("session.disable_quant_qdq", "1")
     for key, value in options.items():
         setattr(so, key, value)
     return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])

@@ -567,6 +567,8 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
                 start = len(b.nodes)
                 dual_fmt = dual.fmt()
                 y2 = _lower(b, dual_fmt, result, shapes.get(name), ranks.get(name, 4), _lowering_args(dual, dual_fmt), settings)
+                if isinstance(fmt, IntegerFormat):  # the second quantizer reads a DequantizeLinear
+                    _shield_from_dq_propagation(b, b.nodes[start:], result)
                 _rename_last_output(b.nodes[start:], y2, f"{name}_{dual_fmt.name}_dual_qdq")
                 (inserted_after[producers[name]] if name in producers else head).extend(b.nodes[start:])
             for c in consumers.get(name, []):
@@ -649,6 +651,34 @@ def _rename_last_output(chain: list[onnx.NodeProto], old: str, new: str) -> None
                 node.output[k] = new
                 return
     raise AssertionError(f"lowering output {old} not found")
+
+
+def _shield_from_dq_propagation(b: GraphBuilder, chain: list[onnx.NodeProto], x: str) -> None:
+    """Make the function calls in ``chain`` that read ``x`` (a DequantizeLinear output) start with a
+    one-input ``Max`` — the identity, which onnxruntime neither removes nor propagates Q/DQ through.
+
+    onnxruntime's QDQPropagationTransformer (1.32, every optimization level from basic) moves a
+    DequantizeLinear with one reader forward through Reshape/Transpose/Slice...; inside the inlined
+    body of a block format's quantizer (BFP16, MX: Reshape into blocks, which an ``If`` then reads from
+    its subgraphs) it fails a C++ assertion on a node's input list and aborts the process. A second
+    (dual) quantizer after an integer one is the only place ryzen-nb writes a DequantizeLinear
+    straight into such a function.
+    """
+    for node in chain:
+        key = (node.domain, node.op_type)
+        if x not in node.input or key not in b.functions:
+            continue
+        f = b.functions[key]
+        shielded = onnx.FunctionProto()
+        shielded.CopyFrom(f)
+        shielded.name = f"{f.name}_after_dq"
+        inner = f"{f.input[0]}_max"
+        for n in shielded.node:
+            n.input[:] = [inner if i == f.input[0] else i for i in n.input]
+        barrier = helper.make_node("Max", [f.input[0]], [inner], name=inner)
+        shielded.node.insert(0, barrier)
+        b.add_function(shielded)
+        node.op_type = shielded.name
 
 
 def _lower(b: GraphBuilder, fmt, x: str, shape, rank: int, kw: dict[str, Any], settings: Settings) -> str:
