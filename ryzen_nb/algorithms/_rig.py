@@ -26,6 +26,7 @@ from ryzen_nb.algorithms.layers import Activation, Layer, activation_after, laye
 from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.batching import SampleRunner
 from ryzen_nb.graph.prepare import prune_unused
+from ryzen_nb.quantization.engine import _lowering_args
 
 __all__ = ["Target", "LayerRig", "WeightQuantizer"]
 
@@ -53,17 +54,10 @@ class WeightQuantizer:
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
         """The values the quantized model computes with."""
-        kw: dict[str, Any] = {"rounding": self.t.settings.rounding}
-        fmt, t = self.fmt, self.t
-        if t.params is not None:
-            kw["scale"] = t.params.scale
-            if isinstance(fmt, IntegerFormat):
-                kw["zero_point"] = t.params.zero_point
-            if np.ndim(t.params.scale):
-                kw["axis"] = t.axis
-        elif fmt.info.axis_role == "block":
-            kw["axis"] = t.axis if w.ndim > 1 else 0
-        return np.asarray(fmt.quantize_dequantize(w.astype(np.float32), **kw), np.float64)
+        kw = _lowering_args(self.t, self.fmt)  # the arguments the written quantizer gets
+        if self.t.params is None and self.fmt.info.axis_role == "block" and w.ndim <= 1:
+            kw["axis"] = 0  # a bias: one axis to block along
+        return np.asarray(self.fmt.quantize_dequantize(w.astype(np.float32), **kw), np.float64)
 
     def in_range(self, w: np.ndarray) -> np.ndarray:
         """Where the straight-through gradient passes: inside the integer range (everywhere for

@@ -18,16 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.test_browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    Browser,
-    BrowserProblems,
-    Deadline,
-    JupyterLab,
-    _playwright,
-    _shoot,
-)
+from tests.ui.test_browser import Deadline, JupyterLab, _playwright, _shoot, browser_page
 
 pytestmark = pytest.mark.slow
 
@@ -56,16 +47,8 @@ def test_launcher_viewer_and_quantize_in_jupyterlab(tmp_path: Path) -> None:
     with _lab(tmp_path, deadline) as server, sync_api.sync_playwright() as playwright:
         tutorials = server.api("GET", "/ryzen-nb/tutorials")["tutorials"]
         assert tutorials, "the server extension lists no tutorials"
-        problems = BrowserProblems(server.url)
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
-                                             timeout=deadline.ms())
-        try:
-            context = browser.new_context(viewport={"width": 1400, "height": 1000})
-            context.route(problems.is_external, problems.block)
-            page = context.new_page()
-            page.on("console", problems.on_console)
-            page.on("pageerror", problems.on_page_error)
-            b = Browser(page, sync_api, deadline, problems)
+        with browser_page(playwright, sync_api, server, deadline, height=1000) as b:
+            page, problems = b.page, b.problems
 
             with b.step("the launcher shows a 'Ryzen AI' section with a card per tutorial"):
                 page.goto(f"{server.url}/lab?token={server.token}", wait_until="domcontentloaded", timeout=b.ms())
@@ -129,5 +112,3 @@ def test_launcher_viewer_and_quantize_in_jupyterlab(tmp_path: Path) -> None:
             errors = [e for e in problems.unexplained_console_errors()
                       if not ("status of 415" in e and "path=notes.onnx" in e)]
             assert not errors, "the browser console reported errors:\n" + "\n".join(errors)
-        finally:
-            browser.close()

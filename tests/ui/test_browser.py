@@ -350,6 +350,24 @@ class Browser:
         self.timings.append((what, time.monotonic() - start))
 
 
+@contextlib.contextmanager
+def browser_page(playwright: Any, sync_api: Any, server: JupyterLab, deadline: Deadline,
+                 height: int = 1100) -> Iterator[Browser]:
+    """Debian's Chromium on a fresh page that reports console errors and blocks requests leaving the machine."""
+    problems = BrowserProblems(server.url)
+    browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
+                                         timeout=deadline.ms())
+    try:
+        context = browser.new_context(viewport={"width": 1400, "height": height})
+        context.route(problems.is_external, problems.block)
+        page = context.new_page()
+        page.on("console", problems.on_console)
+        page.on("pageerror", problems.on_page_error)
+        yield Browser(page, sync_api, deadline, problems)
+    finally:
+        browser.close()
+
+
 # -- the test ---------------------------------------------------------------------------------------
 
 
@@ -360,20 +378,13 @@ def test_widgets_render_in_jupyterlab(tmp_path: Path) -> None:
     # the folder shows the last run only: no failure.png left over from an earlier one
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for old in SCREENSHOTS.glob("*.png"):
-        old.unlink()
+        if not old.name.startswith("lab_"):  # tests/lab's screenshots are that test's
+            old.unlink()
 
     with jupyterlab(tmp_path, deadline) as server, sync_api.sync_playwright() as playwright:
-        problems = BrowserProblems(server.url)
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=CHROMIUM_ARGS,
-                                             timeout=deadline.ms())
-        try:
-            # a tall viewport: JupyterLab scrolls inside the notebook panel, so "full page" is the viewport
-            context = browser.new_context(viewport={"width": 1400, "height": 1100})
-            context.route(problems.is_external, problems.block)
-            page = context.new_page()
-            page.on("console", problems.on_console)
-            page.on("pageerror", problems.on_page_error)
-            b = Browser(page, sync_api, deadline, problems)
+        # a tall viewport: JupyterLab scrolls inside the notebook panel, so "full page" is the viewport
+        with browser_page(playwright, sync_api, server, deadline, height=1100) as b:
+            page, problems = b.page, b.problems
 
             with b.step("opening the notebook and starting its kernel"):
                 page.goto(f"{server.url}/lab/tree/{NOTEBOOK}?token={server.token}", wait_until="domcontentloaded",
@@ -399,8 +410,6 @@ def test_widgets_render_in_jupyterlab(tmp_path: Path) -> None:
             with b.step("waiting for the kernel to be idle after the clicks"):
                 page.wait_for_function(JS_KERNEL_IDLE, timeout=b.ms())
             _shoot(page, "page")
-        finally:
-            browser.close()
     print("\nbrowser test steps: " + ", ".join(f"{what} {seconds:.1f} s" for what, seconds in b.timings)
           + f"; {deadline.elapsed():.1f} s in all, server shutdown included")
 
