@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.ui.test_browser import Deadline, JupyterLab, _playwright, _shoot, browser_page
+from tests.ui.test_browser import Deadline, _playwright, _shoot, browser_page, jupyterlab
 
 pytestmark = pytest.mark.slow
 
@@ -33,12 +33,8 @@ def _lab(tmp: Path, deadline: Deadline):
 
     shutil.copy(zoo.load_model("resnet_digits").path, root / "digits.onnx")
     (root / "notes.onnx").write_text("these are notes, not a model\n")
-    server = JupyterLab(tmp, root)
-    try:
-        server.start(deadline)
+    with jupyterlab(tmp, deadline, root) as server:
         yield server
-    finally:
-        server.stop()
 
 
 def test_launcher_viewer_and_quantize_in_jupyterlab(tmp_path: Path) -> None:

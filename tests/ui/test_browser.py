@@ -241,9 +241,12 @@ def _processes_mentioning(text: str) -> list[int]:
 
 
 @contextlib.contextmanager
-def jupyterlab(tmp: Path, deadline: Deadline) -> Iterator[JupyterLab]:
-    root = tmp / "notebooks"
-    shutil.copytree(NOTEBOOK_DIR, root)  # the test's runs (autosave, checkpoints) never touch the repository
+def jupyterlab(tmp: Path, deadline: Deadline, root: Path | None = None) -> Iterator[JupyterLab]:
+    """JupyterLab serving ``root`` (default: a copy of ``browser/``, so that the test's runs — autosave,
+    checkpoints — never touch the repository), stopped with its kernels afterwards."""
+    if root is None:
+        root = tmp / "notebooks"
+        shutil.copytree(NOTEBOOK_DIR, root)
     server = JupyterLab(tmp, root)
     try:
         server.start(deadline)
