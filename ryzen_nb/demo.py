@@ -14,8 +14,8 @@ from typing import TextIO
 import numpy as np
 import pandas as pd
 
-from ryzen_nb.evaluation.metrics import agreement, cosine, sqnr
 from ryzen_nb.graph.prepare import ort_session
+from ryzen_nb.metrics import agreement, cosine, sqnr
 
 __all__ = ["run_demo", "DEMO_FORMATS"]
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ryzen_nb.algorithms._rig import LayerRig
+from ryzen_nb.spec.operators import MAC_OPS
 
 __all__ = ["BiasCorrectionReport", "bias_correction"]
 
@@ -39,7 +40,7 @@ def bias_correction(run: Any, data_size: int = DEFAULT_DATA_SIZE) -> BiasCorrect
 
     start = time.perf_counter()
     samples = run.samples(data_size)
-    rig = LayerRig(run, ("Conv", "ConvTranspose", "Gemm", "MatMul"), samples)
+    rig = LayerRig(run, tuple(sorted(MAC_OPS)), samples)
     rows = []
     skipped = list(rig.skipped)
     for t in tqdm(rig.targets, desc="bias correction", unit="layer", disable=not run.progress, leave=False):

@@ -21,12 +21,17 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
+from onnx import numpy_helper
+
+from ryzen_nb.errors import ConfigError
+from ryzen_nb.graph.attributes import attribute
+from ryzen_nb.spec.operators import MAC_OPS
 
 __all__ = ["CLEReport", "cross_layer_equalize", "replace_clip6_with_relu"]
 
 HOMOGENEOUS = {"Relu", "LeakyRelu", "PRelu"}
-MAC_OPS = {"Conv", "Gemm", "MatMul"}
+#: the MAC operators CLE rescales (a ConvTranspose's channel layout is not handled)
+EQUALIZABLE = MAC_OPS - {"ConvTranspose"}
 
 
 @dataclass
@@ -52,12 +57,6 @@ class CLEReport:
                 + (f", {len(self.replaced_clips)} Clip(0, 6) -> Relu" if self.replaced_clips else "") + ">")
 
 
-def _attr(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
 
 def replace_clip6_with_relu(model: onnx.ModelProto, exclude: set[str] = frozenset()) -> list[str]:
     """Replace every ``Clip(0, 6)`` (ReLU6) by a ``Relu``, in place; returns the node names."""
@@ -66,8 +65,8 @@ def replace_clip6_with_relu(model: onnx.ModelProto, exclude: set[str] = frozense
     for node in model.graph.node:
         if node.op_type != "Clip" or node.name in exclude:
             continue
-        lo = consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else _attr(node, "min")
-        hi = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else _attr(node, "max")
+        lo = consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else attribute(node, "min")
+        hi = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else attribute(node, "max")
         if lo is not None and hi is not None and float(np.ravel(lo)[0]) == 0.0 and float(np.ravel(hi)[0]) == 6.0:
             del node.input[1:]
             del node.attribute[:]
@@ -87,12 +86,12 @@ class _Layer:
 
 
 def _layer(node: onnx.NodeProto, inits: dict[str, onnx.TensorProto]) -> _Layer | None:
-    if node.op_type not in MAC_OPS or len(node.input) < 2 or node.input[1] not in inits:
+    if node.op_type not in EQUALIZABLE or len(node.input) < 2 or node.input[1] not in inits:
         return None
     w = inits[node.input[1]]
     bias = node.input[2] if len(node.input) > 2 and node.input[2] in inits else None
     if node.op_type == "Conv":
-        group = int(_attr(node, "group", 1))
+        group = int(attribute(node, "group", 1))
         if group == 1:
             return _Layer(node, w.name, bias, 0, 1)
         if w.dims[1] == 1 and w.dims[0] == group:  # depthwise: output channel i reads input channel i
@@ -101,9 +100,9 @@ def _layer(node: onnx.NodeProto, inits: dict[str, onnx.TensorProto]) -> _Layer |
     if len(w.dims) != 2:
         return None
     if node.op_type == "Gemm":
-        if _attr(node, "transA", 0) or _attr(node, "alpha", 1.0) != 1.0 or _attr(node, "beta", 1.0) != 1.0:
+        if attribute(node, "transA", 0) or attribute(node, "alpha", 1.0) != 1.0 or attribute(node, "beta", 1.0) != 1.0:
             return None
-        return _Layer(node, w.name, bias, 0, 1) if _attr(node, "transB", 0) else _Layer(node, w.name, bias, 1, 0)
+        return _Layer(node, w.name, bias, 0, 1) if attribute(node, "transB", 0) else _Layer(node, w.name, bias, 1, 0)
     return _Layer(node, w.name, None, 1, 0)  # MatMul [K, N]
 
 
@@ -163,8 +162,6 @@ def cross_layer_equalize(model: onnx.ModelProto, *, steps: int = 1, balance_meth
 
     >>> equalized, report = cross_layer_equalize(model)   # doctest: +SKIP
     """
-    from ryzen_nb.errors import ConfigError
-
     if balance_method not in ("max", "avg"):
         raise ConfigError(f"CLEBalanceMethod must be 'max' or 'avg'; got {balance_method!r}.")
     if not isinstance(steps, int) or steps == 0 or steps < -1:

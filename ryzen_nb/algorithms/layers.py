@@ -13,16 +13,10 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper
+
+from ryzen_nb.graph.attributes import attributes
 
 __all__ = ["Activation", "Layer", "activation_after", "layer_for"]
-
-
-def _attr(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 @dataclass(frozen=True)
@@ -191,14 +185,14 @@ def im2col(x: np.ndarray, kernel: list[int], strides: list[int], pads: list[int]
 def layer_for(node: onnx.NodeProto, weight_shape: tuple[int, ...], input_shape: tuple[int, ...] | None) -> Layer | None:
     """The trainable view of a Conv / ConvTranspose / Gemm / MatMul node, or None if unsupported
     (1-D/3-D convolutions, grouped ConvTranspose, Gemm with transA/alpha/beta)."""
-    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attrs = attributes(node)
     if node.op_type == "Conv":
-        if len(weight_shape) != 4 or attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+        if len(weight_shape) != 4 or attrs.get("auto_pad", "NOTSET") != "NOTSET":
             return None
         return Layer("Conv", weight_shape, attrs, out_axis=0)
     if node.op_type == "ConvTranspose":
         if len(weight_shape) != 4 or int(attrs.get("group", 1)) != 1 or input_shape is None or len(input_shape) != 4 \
-                or attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET") or attrs.get("output_shape"):
+                or attrs.get("auto_pad", "NOTSET") != "NOTSET" or attrs.get("output_shape"):
             return None
         attrs["_in_hw"] = (input_shape[2], input_shape[3])
         return Layer("ConvTranspose", weight_shape, attrs, out_axis=1)

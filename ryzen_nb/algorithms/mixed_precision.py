@@ -31,8 +31,8 @@ import numpy as np
 from ryzen_nb import formats as formats_
 from ryzen_nb.algorithms.options import MixedPrecisionOptions
 from ryzen_nb.errors import ConfigError
-from ryzen_nb.evaluation.metrics import cosine, l2, sqnr
 from ryzen_nb.graph.prepare import ort_session
+from ryzen_nb.metrics import cosine, l2, sqnr
 
 __all__ = ["MixedPrecisionReport", "apply_mixed_precision"]
 

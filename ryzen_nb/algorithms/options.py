@@ -12,9 +12,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ryzen_nb.spec.operators import MAC_OPS
+
 __all__ = ["CLEOptions", "FineTuneOptions", "MixedPrecisionOptions"]
 
-MAC_OP_TYPES = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+MAC_OP_TYPES = tuple(sorted(MAC_OPS))
 
 
 def _read(cls: type, mapping: Mapping[str, Any], keys: dict[str, str], what: str, accepted: tuple[str, ...] = ()) -> dict:
@@ -114,7 +116,7 @@ class MixedPrecisionOptions:
 
     Formats are ryzen-nb format names (resolved from Quark's QuantType values by the config)."""
 
-    target_op_types: tuple[str, ...] = ("Conv", "ConvTranspose", "Gemm", "MatMul")
+    target_op_types: tuple[str, ...] = MAC_OP_TYPES
     act_format: str | None = None  #: activations of the layers switched (None: unchanged)
     weight_format: str | None = None  #: weights of the layers switched (None: unchanged)
     dual_quant_nodes: bool = False  #: keep the original quantizer beside the new one on boundary tensors

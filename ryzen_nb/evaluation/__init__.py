@@ -1,8 +1,9 @@
 """Metrics and evaluation tools: fidelity vs FP32, task accuracy, folder comparison."""
 
+from ryzen_nb import metrics
 from ryzen_nb.evaluation.compare import Comparison, compare
 from ryzen_nb.evaluation.folders import FolderComparison, evaluate_folders
-from ryzen_nb.evaluation.metrics import (
+from ryzen_nb.metrics import (
     FIDELITY_METRICS,
     agreement,
     cosine,
@@ -17,6 +18,7 @@ from ryzen_nb.evaluation.metrics import (
 )
 
 __all__ = [
+    "metrics",
     "Comparison",
     "compare",
     "FIDELITY_METRICS",

@@ -36,8 +36,8 @@ from typing import Any
 import numpy as np
 import onnx
 
+from ryzen_nb import metrics
 from ryzen_nb.errors import CalibrationDataError, ConfigError
-from ryzen_nb.evaluation import metrics
 from ryzen_nb.graph.io import load_model, model_path_of
 
 __all__ = ["Comparison", "compare", "quantized_tensors"]

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from ryzen_nb.errors import RyzenNBError
-from ryzen_nb.evaluation.metrics import cosine, l2, max_abs, psnr, sqnr, ssim
+from ryzen_nb.metrics import cosine, l2, max_abs, psnr, sqnr, ssim
 
 __all__ = ["FolderComparison", "evaluate_folders", "RESULT_SUFFIXES"]
 

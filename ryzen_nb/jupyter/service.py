@@ -181,7 +181,7 @@ def onnx_summary(root: Path, path: str, target: str = "STX", precision: str = "a
 
 def _targets() -> list[dict[str, Any]]:
     """The NPU targets the viewer offers, with the precisions each runs."""
-    from ryzen_nb.npu.targets import TARGETS
+    from ryzen_nb.spec.targets import TARGETS
 
     return [{"name": t.name, "label": t.label, "generation": t.generation, "precisions": list(t.precisions)}
             for t in TARGETS.values()]

@@ -9,10 +9,10 @@
 from ryzen_nb.npu.compile import NPUProgram, compile
 from ryzen_nb.npu.divergence import DivergenceReport, divergence
 from ryzen_nb.npu.latency import LatencyAssumptions, LatencyEstimate, estimate_latency
-from ryzen_nb.npu.ops import SUPPORTED, is_supported, supported_ops
 from ryzen_nb.npu.partition import NodeAssignment, PartitionOptions
 from ryzen_nb.npu.session import NPUSession
-from ryzen_nb.npu.targets import TARGETS, Target, get_target, target_names
+from ryzen_nb.spec.operators import SUPPORTED, is_supported, supported_ops
+from ryzen_nb.spec.targets import TARGETS, Target, get_target, target_names
 
 __all__ = [
     "SUPPORTED",

@@ -16,9 +16,11 @@ from typing import Any
 
 import onnx
 
-from ryzen_nb.graph.io import ModelLike, load_model
+from ryzen_nb.errors import UnknownNameError
+from ryzen_nb.graph.index import ModelIndex
+from ryzen_nb.graph.io import ModelLike, write_atomic
 from ryzen_nb.npu.partition import NodeAssignment, PartitionOptions, partition
-from ryzen_nb.npu.targets import Target, get_target
+from ryzen_nb.spec.targets import Target, get_target
 
 __all__ = ["NPUProgram", "compile"]
 
@@ -27,11 +29,15 @@ __all__ = ["NPUProgram", "compile"]
 class NPUProgram:
     """A model as the NPU would run it: every node's device, precision and (for the CPU) reason."""
 
-    model: onnx.ModelProto = field(repr=False)
+    index: ModelIndex = field(repr=False)  #: the model compiled, loaded and indexed once
     target: Target
     nodes: list[NodeAssignment] = field(repr=False)
     subgraphs: list[list[int]] = field(repr=False)
     compilers: dict[str, str] = field(repr=False)
+
+    @property
+    def model(self) -> onnx.ModelProto:
+        return self.index.model
 
     # -- counts ------------------------------------------------------------------------------------
     @property
@@ -106,12 +112,8 @@ class NPUProgram:
             return {"name": name, "nodeNum": len(members), "supportedOpType": sorted({op_name(n) for n in members})}
 
         shapes = []
-        try:
-            inferred = onnx.shape_inference.infer_shapes(self.model, strict_mode=False)
-            infos = list(inferred.graph.input) + list(inferred.graph.value_info) + list(inferred.graph.output)
-        except Exception:
-            infos = list(self.model.graph.input) + list(self.model.graph.output)
-        for vi in infos:
+        inferred = self.index.inferred.graph
+        for vi in list(inferred.input) + list(inferred.value_info) + list(inferred.output):
             dims = vi.type.tensor_type.shape.dim
             unknown = any(not d.HasField("dim_value") for d in dims)
             shapes.append({"name": vi.name, "shape": [str(d.dim_value) for d in dims if d.HasField("dim_value")],
@@ -131,8 +133,6 @@ class NPUProgram:
 
     def write_report(self, path: str | Path) -> Path:
         """Write :meth:`report` as JSON (atomically), e.g. to ``vitisai_ep_report.json``."""
-        from ryzen_nb.graph.io import write_atomic
-
         return write_atomic(path, json.dumps(self.report(), indent=2) + "\n")
 
     def __repr__(self) -> str:
@@ -148,16 +148,14 @@ class NPUProgram:
                 f"<details><summary>CPU operators and why</summary>{body}</details></div>")
 
 
-def compile(model: ModelLike, target: str | Target = "STX", **options: Any) -> NPUProgram:  # noqa: A001
+def compile(model: ModelLike | ModelIndex, target: str | Target = "STX", **options: Any) -> NPUProgram:  # noqa: A001
     """Partition ``model`` for ``target`` (PHX, HPT, STX, KRK, STXH); ``options`` are
     :class:`~ryzen_nb.npu.partition.PartitionOptions` fields (e.g. ``compiler="X1"``)."""
-    from ryzen_nb.errors import UnknownNameError
-
     t = get_target(target)
     valid = PartitionOptions.__dataclass_fields__
     for key in options:
         if key not in valid:
             raise UnknownNameError("compile option", key, list(valid))
-    m = load_model(model)
-    nodes, subgraphs, compilers = partition(m, t, PartitionOptions(**options))
-    return NPUProgram(m, t, nodes, subgraphs, compilers)
+    index = ModelIndex.of(model)
+    nodes, subgraphs, compilers = partition(index, t, PartitionOptions(**options))
+    return NPUProgram(index, t, nodes, subgraphs, compilers)

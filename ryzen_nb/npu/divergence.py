@@ -23,11 +23,11 @@ import onnx
 
 from ryzen_nb.calibration.readers import make_reader
 from ryzen_nb.calibration.validation import check_feed
-from ryzen_nb.evaluation.metrics import cosine, max_abs
 from ryzen_nb.graph.io import ModelLike, load_model
 from ryzen_nb.graph.prepare import input_specs, ort_session, run_with_outputs
+from ryzen_nb.metrics import cosine, max_abs
 from ryzen_nb.npu.session import NPUSession
-from ryzen_nb.npu.targets import Target
+from ryzen_nb.spec.targets import Target
 
 __all__ = ["DivergenceReport", "divergence"]
 

@@ -11,16 +11,18 @@ A tensor's quantization comes from the node producing it:
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 import numpy as np
 import onnx
-from onnx import TensorProto, numpy_helper
+from onnx import TensorProto
 
 from ryzen_nb import formats
 from ryzen_nb.graph.builder import RYZEN_NB_DOMAIN
+from ryzen_nb.graph.index import ModelIndex
 
-__all__ = ["TensorQuant", "QUANTIZER_OPS", "is_quantizer", "quantizer_outputs", "constant_values", "producers_and_consumers"]
+__all__ = ["TensorQuant", "QUANTIZER_OPS", "is_quantizer", "quantizer_outputs"]
 
 #: nodes that only convert between precisions (the EP folds them into NPU ops or the boundary)
 QUANTIZER_OPS = {"QuantizeLinear", "DequantizeLinear"}
@@ -70,25 +72,6 @@ def is_quantizer(node: onnx.NodeProto) -> bool:
     return node.op_type == "Cast" and node.domain in ("", "ai.onnx")
 
 
-def constant_values(model: onnx.ModelProto) -> dict[str, np.ndarray]:
-    """Initializers and Constant-node outputs."""
-    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
-    for node in model.graph.node:
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            values[node.output[0]] = numpy_helper.to_array(node.attribute[0].t)
-    return values
-
-
-def producers_and_consumers(model: onnx.ModelProto) -> tuple[dict[str, onnx.NodeProto], dict[str, list[onnx.NodeProto]]]:
-    producers = {o: n for n in model.graph.node for o in n.output if o}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for n in model.graph.node:
-        for i in n.input:
-            if i:
-                consumers.setdefault(i, []).append(n)
-    return producers, consumers
-
-
 _DQ_TYPES = {
     TensorProto.INT8: "int8", TensorProto.UINT8: "uint8", TensorProto.INT16: "int16", TensorProto.UINT16: "uint16",
     TensorProto.INT4: "int4", TensorProto.UINT4: "uint4", TensorProto.INT32: "int32",
@@ -96,37 +79,19 @@ _DQ_TYPES = {
 }
 
 
-def _elem_types(model: onnx.ModelProto) -> dict[str, int]:
-    types = {t.name: t.data_type for t in model.graph.initializer}
-    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
-        if vi.type.HasField("tensor_type"):
-            types.setdefault(vi.name, vi.type.tensor_type.elem_type)
-    for node in model.graph.node:
-        if node.op_type == "QuantizeLinear" and len(node.input) > 2:
-            zp_type = types.get(node.input[2])
-            if zp_type is not None:
-                types.setdefault(node.output[0], zp_type)
-        if node.op_type == "Cast":
-            to = next((a.i for a in node.attribute if a.name == "to"), None)
-            if to is not None:
-                types.setdefault(node.output[0], to)
-        if node.op_type == "Constant" and node.attribute and node.attribute[0].name == "value":
-            types.setdefault(node.output[0], node.attribute[0].t.data_type)
-    return types
-
-
-def quantizer_outputs(model: onnx.ModelProto) -> dict[str, TensorQuant]:
+def quantizer_outputs(index: ModelIndex) -> dict[str, TensorQuant]:
     """tensor name -> the quantization it carries, for every quantizer output in the graph."""
-    consts = constant_values(model)
-    types = _elem_types(model)
-    producers, _ = producers_and_consumers(model)
+    model = index.model
+    consts = index.constants
+    types = index.element_types
+    producers = index.producer
     out: dict[str, TensorQuant] = {}
 
     def is_constant(name: str) -> bool:
         node = producers.get(name)
         return name in consts or (node is not None and node.op_type in ("Constant",))
 
-    for node in model.graph.node:
+    for node in index.nodes:
         if node.domain == RYZEN_NB_DOMAIN and "QuantizeDequantize" in node.op_type:
             name = node.op_type.split("QuantizeDequantize")[0]
             try:
@@ -152,8 +117,6 @@ def quantizer_outputs(model: onnx.ModelProto) -> dict[str, TensorQuant]:
     # block-format weights stored already on their grid carry their format in the metadata
     meta = {p.key: p.value for p in model.metadata_props}
     if "ryzen_nb.formats" in meta:
-        import json
-
         for tensor, fmt in json.loads(meta["ryzen_nb.formats"]).items():
             for suffix in (f"_{fmt}",):
                 stored = tensor + suffix

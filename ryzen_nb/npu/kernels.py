@@ -25,8 +25,6 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ryzen_nb.npu.graph import constant_values, producers_and_consumers
-
 __all__ = ["QuantRef", "Kernel", "extract_kernels", "INT_OPS", "FLOAT_MAC_OPS", "NONLINEAR_OPS"]
 
 INT_OPS = {"Conv", "Gemm", "MatMul", "Add", "Mul", "AveragePool", "GlobalAveragePool", "LeakyRelu", "HardSigmoid"}
@@ -115,17 +113,18 @@ def _dq_ref(name: str, producers, consts) -> QuantRef | None:
     return QuantRef(dq.input[0], np.asarray(scale, np.float32), np.asarray(zp), np.dtype(dtype), codes)
 
 
-def extract_kernels(model: onnx.ModelProto, program: Any) -> list[Kernel]:
-    """One :class:`Kernel` per NPU operator the emulator computes with NPU arithmetic."""
-    graph = model.graph
-    consts = constant_values(model)
-    producers, consumers = producers_and_consumers(model)
+def extract_kernels(program: Any) -> list[Kernel]:
+    """One :class:`Kernel` per NPU operator the emulator computes with NPU arithmetic, for a
+    compiled :class:`~ryzen_nb.npu.compile.NPUProgram` (its model's index is reused)."""
+    model = program.index
+    consts = model.constants
+    producers, consumers = model.producer, model.consumers
     by_index = {n.index: n for n in program.nodes}
-    shapes = _static_shapes(model)
+    shapes = model.static_shapes
     taken: set[int] = set()
     kernels: list[Kernel] = []
-    index = {id(n): i for i, n in enumerate(graph.node)}
-    for i, node in enumerate(graph.node):
+    index = model.position
+    for i, node in enumerate(model.nodes):
         a = by_index[i]
         if a.device != "NPU" or a.quantizer or i in taken:
             continue
@@ -145,19 +144,6 @@ def extract_kernels(model: onnx.ModelProto, program: Any) -> list[Kernel]:
             kernels.append(k)
             taken.update(index[id(n)] for n in k.replaced)
     return kernels
-
-
-def _static_shapes(model: onnx.ModelProto) -> dict[str, list[int]]:
-    try:
-        model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception:
-        pass
-    shapes = {t.name: list(t.dims) for t in model.graph.initializer}
-    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
-        dims = vi.type.tensor_type.shape.dim
-        if all(d.HasField("dim_value") for d in dims):
-            shapes[vi.name] = [int(d.dim_value) for d in dims]
-    return shapes
 
 
 def _record_shapes(k: Kernel, shapes: dict[str, list[int]]) -> bool:

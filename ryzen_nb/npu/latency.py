@@ -32,16 +32,15 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper
 
-from ryzen_nb.graph.io import ModelLike, load_model
+from ryzen_nb.graph.attributes import attribute
+from ryzen_nb.graph.io import ModelLike
 from ryzen_nb.npu.compile import NPUProgram, compile
-from ryzen_nb.npu.partition import _shapes
-from ryzen_nb.npu.targets import Target
+from ryzen_nb.spec.operators import MAC_OPS
+from ryzen_nb.spec.targets import Target
 
 __all__ = ["LatencyAssumptions", "LatencyEstimate", "estimate_latency"]
 
-MAC_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 #: operators that only relabel memory: no time on either device
 FREE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Constant"}
 
@@ -111,11 +110,11 @@ def estimate_latency(model: ModelLike | NPUProgram, target: str | Target = "STX"
     import pandas as pd
 
     a = assumptions or LatencyAssumptions()
-    program = model if isinstance(model, NPUProgram) else compile(load_model(model), target, **compile_options)
+    program = model if isinstance(model, NPUProgram) else compile(model, target, **compile_options)
     t = program.target
-    graph = program.model.graph
-    shapes = _shapes(program.model)
-    inits = {i.name for i in graph.initializer}
+    graph = program.index.graph
+    shapes = program.index.shapes
+    inits = set(program.index.initializer_names)
     # weights: initializers and what quantizers compute from them alone (a QDQ model's weight reaches
     # its operator through a DequantizeLinear); they stream as weights, never as activations
     for n in program.nodes:
@@ -165,7 +164,7 @@ def estimate_latency(model: ModelLike | NPUProgram, target: str | Target = "STX"
         tiles = t.tiles_for(n.precision)
         act_bytes = ACT_BYTES.get(precision, 2.0)
         if n.op_type in MAC_OPS and macs:
-            depthwise = n.op_type == "Conv" and _attr(node, "group", 1) > 1 and _attr(node, "group", 1) == _channels(node, shapes)
+            depthwise = n.op_type == "Conv" and attribute(node, "group", 1) > 1 and attribute(node, "group", 1) == _channels(node, shapes)
             eff = a.depthwise_efficiency if depthwise else a.mac_efficiency
             rate = tiles * t.macs_per_cycle.get(MAC_DTYPE.get(precision, "bf16"), 0) * clock_hz * eff
             row["compute_us"] = macs / rate * 1e6 if rate else float("inf")
@@ -228,12 +227,6 @@ def estimate_latency(model: ModelLike | NPUProgram, target: str | Target = "STX"
                            breakdown_ms=breakdown, assumptions=a)
 
 
-def _attr(node: onnx.NodeProto, name: str, default: Any = None) -> Any:
-    for attr in node.attribute:
-        if attr.name == name:
-            return helper.get_attribute_value(attr)
-    return default
-
 
 def _channels(node: onnx.NodeProto, shapes: dict[str, list[int | None]]) -> int:
     x = shapes.get(node.input[0]) or [0, 0]
@@ -265,5 +258,5 @@ def _macs(node: onnx.NodeProto, shapes: dict[str, list[int | None]]) -> int:
     a = dims(node.input[0])
     if not a:
         return 0
-    k = a[0] if node.op_type == "Gemm" and _attr(node, "transA", 0) else a[-1]
+    k = a[0] if node.op_type == "Gemm" and attribute(node, "transA", 0) else a[-1]
     return int(np.prod(out, dtype=np.int64) * k)

@@ -21,7 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.npu.kernels import Kernel, QuantRef
 from ryzen_nb.npu.reference import multiplier
-from ryzen_nb.quantization.xint8 import avgpool_factor
+from ryzen_nb.spec.dpu import avgpool_factor
 
 __all__ = ["MARKER_DOMAIN", "mark", "lower"]
 

@@ -18,15 +18,16 @@ on the CPU (NPU_SPEC §2.4, assumption A9).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper
 
-from ryzen_nb.npu.graph import TensorQuant, constant_values, is_quantizer, producers_and_consumers, quantizer_outputs
-from ryzen_nb.npu.ops import is_supported
-from ryzen_nb.npu.targets import Target
+from ryzen_nb.graph.attributes import attribute
+from ryzen_nb.graph.index import ModelIndex
+from ryzen_nb.npu.graph import TensorQuant, is_quantizer, quantizer_outputs
+from ryzen_nb.spec.dpu import HARD_SIGMOID_ALPHA
+from ryzen_nb.spec.operators import FUSED_ACTIVATIONS, FUSING_PRODUCERS, MAC_OPS, is_supported
+from ryzen_nb.spec.targets import Target
 
 __all__ = ["NodeAssignment", "PartitionOptions", "partition", "node_precision"]
 
@@ -55,27 +56,6 @@ class NodeAssignment:
     inputs: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)
 
-
-def _attr(node: onnx.NodeProto, name: str, default=None):
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
-
-
-def _shapes(model: onnx.ModelProto) -> dict[str, list[int | None]]:
-    try:
-        model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception:
-        pass
-    shapes: dict[str, list[int | None]] = {}
-    for vi in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
-        t = vi.type.tensor_type
-        if t.HasField("shape"):
-            shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in t.shape.dim]
-    for init in model.graph.initializer:
-        shapes[init.name] = list(init.dims)
-    return shapes
 
 
 def node_precision(acts: list[TensorQuant], weights: list[TensorQuant], float_acts: list[str]) -> tuple[str, str]:
@@ -112,41 +92,38 @@ def _attribute_problem(node: onnx.NodeProto, shapes: dict[str, list], consts: di
     if op == "Conv":
         w = shapes.get(node.input[1]) if len(node.input) > 1 else None
         x = shapes.get(node.input[0])
-        group = int(_attr(node, "group", 1))
+        group = int(attribute(node, "group", 1))
         if group > 1 and w and x and len(x) > 1 and x[1]:
             c_in, c_out = x[1], w[0]
             depthwise = group == c_in
             if not depthwise and not (c_in % group == 0 and c_out % group == 0 and w[1] == c_in // group):
                 return f"grouped Conv with group {group} does not divide {c_in} input / {c_out} output channels"
-        pad = _attr(node, "auto_pad", b"NOTSET")
-        pad = pad.decode() if isinstance(pad, bytes) else pad
+        pad = attribute(node, "auto_pad", "NOTSET")
         if pad not in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"):
             return f"auto_pad {pad} is not supported"
         if compiler == "X1" and options.dpu_limits:
-            kernel = list(_attr(node, "kernel_shape", w[2:] if w else []) or [])
-            strides = list(_attr(node, "strides", [1] * len(kernel)) or [])
+            kernel = list(attribute(node, "kernel_shape", w[2:] if w else []) or [])
+            strides = list(attribute(node, "strides", [1] * len(kernel)) or [])
             if any(k > 16 for k in kernel):
                 return f"kernel {kernel} exceeds 16 (DPU limit, assumption A8)"
             if any(s > 4 for s in strides):
                 return f"stride {strides} exceeds 4 (DPU limit, assumption A8)"
     elif op == "ConvTranspose":
-        if any(int(p) != 0 for p in (_attr(node, "output_padding", []) or [])):
+        if any(int(p) != 0 for p in (attribute(node, "output_padding", []) or [])):
             return "ConvTranspose with output_padding is not supported"
     elif op == "HardSigmoid":
-        alpha = float(_attr(node, "alpha", 0.2))
-        if not (abs(alpha - 1 / 6) < 1e-6 or abs(alpha - 2731 / 16384) < 1e-7):
+        alpha = float(attribute(node, "alpha", 0.2))
+        if not (abs(alpha - 1 / 6) < 1e-6 or abs(alpha - HARD_SIGMOID_ALPHA) < 1e-7):
             return f"HardSigmoid alpha {alpha:g} (only 1/6 is supported)"
     elif op == "LpNormalization":
-        if int(_attr(node, "p", 2)) != 2:
+        if int(attribute(node, "p", 2)) != 2:
             return "LpNormalization with p != 2"
     elif op == "GlobalAveragePool":
         if len(shapes.get(node.input[0]) or []) != 4:
             return "GlobalAveragePool of a tensor that is not 4-D"
     elif op == "Resize":
-        mode = _attr(node, "mode", b"nearest")
-        mode = mode.decode() if isinstance(mode, bytes) else mode
-        coord = _attr(node, "coordinate_transformation_mode", b"half_pixel")
-        coord = coord.decode() if isinstance(coord, bytes) else coord
+        mode = attribute(node, "mode", "nearest")
+        coord = attribute(node, "coordinate_transformation_mode", "half_pixel")
         if mode not in ("nearest", "linear"):
             return f"Resize mode {mode}"
         if coord not in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric") and not (
@@ -154,8 +131,7 @@ def _attribute_problem(node: onnx.NodeProto, shapes: dict[str, list], consts: di
         ):
             return f"Resize coordinate mode {coord}"
     elif op == "Pad":
-        mode = _attr(node, "mode", b"constant")
-        mode = mode.decode() if isinstance(mode, bytes) else mode
+        mode = attribute(node, "mode", "constant")
         if mode not in ("constant", "reflect", "edge"):
             return f"Pad mode {mode}"
     elif op == "Clip":
@@ -163,7 +139,7 @@ def _attribute_problem(node: onnx.NodeProto, shapes: dict[str, list], consts: di
             if bound and bound not in consts:
                 return "Clip bounds are not constants"
     elif op in ("MaxPool", "AveragePool") and compiler == "X1" and options.dpu_limits:
-        kernel = list(_attr(node, "kernel_shape", []) or [])
+        kernel = list(attribute(node, "kernel_shape", []) or [])
         if any(k > 8 for k in kernel):
             return f"pooling kernel {kernel} exceeds 8 (DPU limit, assumption A8)"
     elif op == "MatMul" and options.skip_matmul_dims_not_4:
@@ -176,27 +152,17 @@ def _attribute_problem(node: onnx.NodeProto, shapes: dict[str, list], consts: di
 
 
 _FLOAT = onnx.TensorProto.FLOAT
-_MAC_OPS = {"Conv", "ConvTranspose", "Gemm", "MatMul"}
 
 
-def partition(model: onnx.ModelProto, target: Target, options: PartitionOptions = PartitionOptions()
+def partition(index: ModelIndex, target: Target, options: PartitionOptions = PartitionOptions()
               ) -> tuple[list[NodeAssignment], list[list[int]], dict[str, str]]:
     """Assign every node; return the assignments, the NPU subgraphs (node indices) and the
     compiler used per precision."""
-    graph = model.graph
-    shapes = _shapes(model)
-    consts = constant_values(model)
-    qinfo = quantizer_outputs(model)
-    producers, consumers = producers_and_consumers(model)
-    types: dict[str, int] = {t.name: t.data_type for t in graph.initializer}
-    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
-        types.setdefault(vi.name, vi.type.tensor_type.elem_type)
-    try:
-        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-        for vi in inferred.graph.value_info:
-            types.setdefault(vi.name, vi.type.tensor_type.elem_type)
-    except Exception:
-        pass
+    shapes = index.shapes
+    consts = index.constants
+    qinfo = quantizer_outputs(index)
+    producers = index.producer
+    types = index.element_types
     int_model = any(q.family == "integer" and not q.constant for q in qinfo.values())
     compilers = dict(target.compilers)
     if options.compiler:
@@ -205,7 +171,7 @@ def partition(model: onnx.ModelProto, target: Target, options: PartitionOptions 
                 compilers[p] = options.compiler
 
     nodes: list[NodeAssignment] = []
-    for i, node in enumerate(graph.node):
+    for i, node in enumerate(index.nodes):
         a = NodeAssignment(i, node.name or f"{node.op_type}_{i}", node.op_type, node.domain, "CPU", "",
                            inputs=list(node.input), outputs=list(node.output))
         nodes.append(a)
@@ -222,7 +188,7 @@ def partition(model: onnx.ModelProto, target: Target, options: PartitionOptions 
                 float_acts.append(name)
         precision, problem = node_precision(acts, weights, float_acts)
         a.precision = precision
-        if not problem and int_model and precision not in ("FP32", "OTHER") and node.op_type in _MAC_OPS:
+        if not problem and int_model and precision not in ("FP32", "OTHER") and node.op_type in MAC_OPS:
             float_weight = next((n for n in node.input[1:3] if n and n not in qinfo and types.get(n) == _FLOAT), None)
             if float_weight:
                 problem = f"its weight or bias {float_weight!r} is not quantized"
@@ -267,8 +233,8 @@ def partition(model: onnx.ModelProto, target: Target, options: PartitionOptions 
         a.device = "NPU"
         a.precision = run_as if precision in ("FP32", "MX") else precision
 
-    _fuse_activations(graph, nodes, producers, consts)
-    _place_quantizers(graph, nodes, producers, consumers, consts)
+    _fuse_activations(index, nodes)
+    _place_quantizers(index, nodes)
     subgraphs = _subgraphs(nodes, producers)
     # X1 gates apply to the whole INT8 model
     if any(compilers.get(p) == "X1" for p in ("XINT8",)) and int_model:
@@ -294,17 +260,9 @@ def partition(model: onnx.ModelProto, target: Target, options: PartitionOptions 
     return nodes, subgraphs, compilers
 
 
-#: activations the compilers fuse into the operator before them: X1 folds them into the convolution
-#: (NPU_SPEC §4.1.3), and VAIML evidently does for BF16 — ResNet50 and gte run whole on the NPU
-#: although the operator table leaves Relu unmarked for BF16 (ryzen-nb assumption F1)
-FUSED_ACTIVATIONS = {"Relu", "Clip", "LeakyRelu", "PRelu", "HardSigmoid", "HardSwish"}
-FUSING_PRODUCERS = {"Conv", "ConvTranspose", "Gemm", "MatMul", "Add", "BatchNormalization"}
-
-
-def _fuse_activations(graph, nodes: list[NodeAssignment], producers: dict[str, onnx.NodeProto],
-                      consts: dict[str, Any]) -> None:
-    index = {id(n): i for i, n in enumerate(graph.node)}
-    for i, node in enumerate(graph.node):
+def _fuse_activations(model: ModelIndex, nodes: list[NodeAssignment]) -> None:
+    producers, consts, index = model.producer, model.constants, model.position
+    for i, node in enumerate(model.nodes):
         a = nodes[i]
         if a.device == "NPU" or not node.input:
             continue
@@ -329,8 +287,8 @@ def _fuse_activations(graph, nodes: list[NodeAssignment], producers: dict[str, o
             a.device, a.precision, a.reason = "NPU", producer.precision, ""
 
 
-def _place_quantizers(graph, nodes, producers, consumers, consts) -> None:
-    index = {id(n): i for i, n in enumerate(graph.node)}
+def _place_quantizers(model: ModelIndex, nodes: list[NodeAssignment]) -> None:
+    producers, consumers, consts, index = model.producer, model.consumers, model.constants, model.position
 
     def device_of(tensor: str) -> str | None:
         p = producers.get(tensor)
@@ -338,7 +296,7 @@ def _place_quantizers(graph, nodes, producers, consumers, consts) -> None:
 
     # a few passes settle chains such as NPU -> Q -> DQ -> NPU
     for _ in range(3):
-        for i, node in enumerate(graph.node):
+        for i, node in enumerate(model.nodes):
             a = nodes[i]
             if not a.quantizer:
                 continue

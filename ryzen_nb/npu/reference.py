@@ -19,7 +19,7 @@ import ml_dtypes
 import numpy as np
 
 from ryzen_nb.npu.kernels import Kernel, QuantRef
-from ryzen_nb.quantization.xint8 import avgpool_factor
+from ryzen_nb.spec.dpu import avgpool_factor
 
 __all__ = ["multiplier", "round_int", "run_kernel", "im2col", "bf16"]
 

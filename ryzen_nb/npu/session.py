@@ -23,12 +23,13 @@ import onnx
 
 from ryzen_nb.errors import ConfigError
 from ryzen_nb.graph.convert import float16_to_float32
-from ryzen_nb.graph.io import ModelLike, load_model
+from ryzen_nb.graph.index import ModelIndex
+from ryzen_nb.graph.io import ModelLike
 from ryzen_nb.graph.prepare import ort_session
 from ryzen_nb.npu.compile import NPUProgram, compile
 from ryzen_nb.npu.kernels import Kernel, extract_kernels
 from ryzen_nb.npu.lower import MARKER_DOMAIN, lower, mark
-from ryzen_nb.npu.targets import Target
+from ryzen_nb.spec.targets import Target
 
 __all__ = ["NPUSession"]
 
@@ -42,16 +43,17 @@ class NPUSession:
             raise ConfigError(f"rounding must be 'half_up' (DPU_ROUND) or 'half_even'; got {rounding!r}.")
         if accumulation not in ("exact", "fp32"):
             raise ConfigError(f"accumulation must be 'exact' or 'fp32' (faster BF16 kernels); got {accumulation!r}.")
-        self.model = load_model(model)
-        if any(t.data_type == onnx.TensorProto.FLOAT16 for t in self.model.graph.initializer):
+        index = ModelIndex.of(model)  # loaded (copied) once; compile() and the kernels share this index
+        if any(t.data_type == onnx.TensorProto.FLOAT16 for t in index.graph.initializer):
             # an FP16 model: compile() places its operators on the NPU in BF16, as an FP32 model's,
             # but the kernels below work on float32 tensors; emulate a float32 copy that keeps the
             # float16 inputs and outputs (as convert_bf16 does with FP16 models)
-            self.model = float16_to_float32(self.model, keep_io_types=True)
+            index = ModelIndex(float16_to_float32(index.model, keep_io_types=True))
         self.rounding = rounding
         self.accumulation = accumulation
-        self.program: NPUProgram = compile(self.model, target, **compile_options)
-        self.kernels: list[Kernel] = extract_kernels(self.model, self.program)
+        self.program: NPUProgram = compile(index, target, **compile_options)
+        self.model = self.program.model
+        self.kernels: list[Kernel] = extract_kernels(self.program)
         self.marked = mark(self.model, self.program, self.kernels)
         self.emulated = lower(self.marked, self.kernels, rounding, accumulation)
         self._session = ort_session(self.emulated)
@@ -98,11 +100,10 @@ class NPUSession:
         import pandas as pd
 
         from ryzen_nb.graph.prepare import run_with_outputs
-        from ryzen_nb.npu.graph import constant_values
         from ryzen_nb.npu.reference import run_kernel
 
         markers = [n for n in self.marked.graph.node if n.domain == MARKER_DOMAIN]
-        consts = constant_values(self.emulated)
+        consts = ModelIndex(self.emulated).constants
         wanted = sorted({t for n in markers for t in list(n.input) + list(n.output) if t and t not in consts})
         values = run_with_outputs(self.emulated, wanted, input_feed) | consts
         rows = []

@@ -35,6 +35,7 @@ from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.builder import OPSET, RYZEN_NB_DOMAIN, RYZEN_NB_DOMAIN_VERSION, GraphBuilder
 from ryzen_nb.quantization.ops import FUSIBLE_ACTIVATIONS, OPS, op_info, weight_block_axis, weight_channel_axis
 from ryzen_nb.quantization.settings import Settings, TensorSettings
+from ryzen_nb.spec.operators import MAC_OPS
 
 __all__ = ["TensorPlan", "QuantPlan", "make_plan", "assign_parameters", "emit"]
 
@@ -139,7 +140,7 @@ def make_plan(model: onnx.ModelProto, settings: Settings) -> QuantPlan:
     if settings.fold_activations:
         for i in quantized:
             node = graph.node[i]
-            if node.op_type not in ("Conv", "ConvTranspose", "Gemm", "MatMul", "Add"):
+            if node.op_type not in MAC_OPS | {"Add"}:
                 continue
             out = node.output[0]
             users = consumers.get(out, [])
@@ -173,7 +174,7 @@ def make_plan(model: onnx.ModelProto, settings: Settings) -> QuantPlan:
                     continue
                 rank = ranks.get(name, 0)
                 if k in info.weight_inputs:
-                    if settings.weight.per_channel and node.op_type in ("Conv", "ConvTranspose", "Gemm", "MatMul"):
+                    if settings.weight.per_channel and node.op_type in MAC_OPS:
                         axis = weight_channel_axis(node, rank)
                     else:
                         axis = weight_block_axis(node, rank)
@@ -195,7 +196,7 @@ def make_plan(model: onnx.ModelProto, settings: Settings) -> QuantPlan:
             rank = ranks.get(t.name, 0)
             fmt = t.fmt()
             if isinstance(fmt, IntegerFormat) or fmt.info.family == "float":
-                if t.settings.per_channel and node.op_type in ("Conv", "ConvTranspose", "Gemm", "MatMul"):
+                if t.settings.per_channel and node.op_type in MAC_OPS:
                     t.axis = weight_channel_axis(node, rank)
             else:
                 t.axis = t.settings.block_axis if t.settings.block_axis is not None else weight_block_axis(node, rank)

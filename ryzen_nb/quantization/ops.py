@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import onnx
 
+from ryzen_nb.graph.attributes import attribute
+
 __all__ = ["OpInfo", "OPS", "op_info", "FUSIBLE_ACTIVATIONS", "weight_channel_axis", "weight_block_axis"]
 
 
@@ -97,19 +99,13 @@ def op_info(node: onnx.NodeProto) -> OpInfo | None:
     return OPS.get(node.op_type)
 
 
-def _attr(node: onnx.NodeProto, name: str, default: int) -> int:
-    for a in node.attribute:
-        if a.name == name:
-            return int(a.i)
-    return default
-
 
 def weight_channel_axis(node: onnx.NodeProto, rank: int) -> int:
     """Axis of the output channels in a weight tensor (per-channel scales run along it)."""
     if node.op_type == "ConvTranspose":
         return 1
     if node.op_type == "Gemm":
-        return 0 if _attr(node, "transB", 0) else 1
+        return 0 if attribute(node, "transB", 0) else 1
     if node.op_type == "MatMul":
         return rank - 1
     return 0  # Conv, PRelu slopes, norms
@@ -122,7 +118,7 @@ def weight_block_axis(node: onnx.NodeProto, rank: int) -> int:
     if node.op_type == "ConvTranspose":
         return 0
     if node.op_type == "Gemm":
-        return 1 if _attr(node, "transB", 0) else 0
+        return 1 if attribute(node, "transB", 0) else 0
     if node.op_type == "MatMul":
         return max(rank - 2, 0)
     return 0 if rank <= 1 else 1

@@ -19,39 +19,13 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ryzen_nb.calibration.methods import QuantParams
+from ryzen_nb.graph.attributes import attribute
 from ryzen_nb.quantization.settings import Settings
+from ryzen_nb.spec.dpu import HARD_SIGMOID_ALPHA, HARD_SIGMOID_SHIFT, SHIFT_LIMITS, avgpool_factor, leaky_relu_alpha
+from ryzen_nb.spec.operators import MAC_OPS
 
-__all__ = ["apply_dpu_rewrites", "refine", "avgpool_factor", "HARD_SIGMOID_ALPHA"]
+__all__ = ["apply_dpu_rewrites", "refine"]
 
-#: the NPU's 1/6 (NPU_SPEC §4.1.5)
-HARD_SIGMOID_ALPHA = 2731 / 16384
-_SPECIAL_POOL = {9: (7, 6), 25: (10, 8), 36: (7, 8), 49: (21, 10), 196: (21, 12)}  # kh*kw -> (k, n)
-
-
-def avgpool_factor(kernel_elements: int) -> float:
-    """The k/2**n the NPU multiplies by instead of dividing by ``kernel_elements`` (Quark's table,
-    else the closest k/2**n with n < 7 + ceil(log2(N)); kernels above 255 elements are exact)."""
-    if kernel_elements in _SPECIAL_POOL:
-        k, n = _SPECIAL_POOL[kernel_elements]
-        return k / 2**n
-    if kernel_elements > 255:
-        return 1.0 / kernel_elements
-    best, best_err = 1.0 / kernel_elements, math.inf
-    for n in range(0, 7 + math.ceil(math.log2(kernel_elements))):
-        k = round(2**n / kernel_elements)
-        if k == 0:
-            continue
-        err = abs(k / 2**n - 1.0 / kernel_elements)
-        if err < best_err:
-            best, best_err = k / 2**n, err
-    return best
-
-
-def _attr(node: onnx.NodeProto, name: str, default: Any) -> Any:
-    for a in node.attribute:
-        if a.name == name:
-            return helper.get_attribute_value(a)
-    return default
 
 
 def _set_attr(node: onnx.NodeProto, name: str, value: Any) -> None:
@@ -85,8 +59,8 @@ def apply_dpu_rewrites(model: onnx.ModelProto, flags: dict[str, bool]) -> tuple[
         if node.domain not in ("", "ai.onnx"):
             continue
         if node.op_type == "LeakyRelu" and flags.get("ConvertLeakyReluToDPUVersion"):
-            alpha = float(_attr(node, "alpha", 0.01))
-            _set_attr(node, "alpha", round(alpha * 256) / 256)
+            alpha = float(attribute(node, "alpha", 0.01))
+            _set_attr(node, "alpha", leaky_relu_alpha(alpha))
             counts["LeakyRelu alpha -> k/256"] = counts.get("LeakyRelu alpha -> k/256", 0) + 1
         elif node.op_type == "Sigmoid" and flags.get("ConvertSigmoidToHardSigmoid"):
             node.op_type = "HardSigmoid"
@@ -94,22 +68,22 @@ def apply_dpu_rewrites(model: onnx.ModelProto, flags: dict[str, bool]) -> tuple[
             _set_attr(node, "beta", 0.5)
             counts["Sigmoid -> HardSigmoid"] = counts.get("Sigmoid -> HardSigmoid", 0) + 1
         if node.op_type == "HardSigmoid" and flags.get("ConvertHardSigmoidToDPUVersion"):
-            alpha = float(_attr(node, "alpha", 0.2))
+            alpha = float(attribute(node, "alpha", 0.2))
             if abs(alpha - 1 / 6) < 1e-6:
                 scale = HARD_SIGMOID_ALPHA / (1 / 6)
                 _set_attr(node, "alpha", HARD_SIGMOID_ALPHA)
-                _set_attr(node, "beta", float(_attr(node, "beta", 0.5)) * scale)
+                _set_attr(node, "beta", float(attribute(node, "beta", 0.5)) * scale)
                 counts["HardSigmoid 1/6 -> 2731/2^14"] = counts.get("HardSigmoid 1/6 -> 2731/2^14", 0) + 1
         kernel = None
         if node.op_type in ("AveragePool", "GlobalAveragePool") and flags.get("ConvertAvgPoolToDPUVersion"):
             if node.op_type == "AveragePool":
-                kernel = int(np.prod(_attr(node, "kernel_shape", [1])))
+                kernel = int(np.prod(attribute(node, "kernel_shape", [1])))
             else:
                 shape = _static_shape(model, node.input[0])
                 kernel = int(np.prod(shape[2:])) if shape else None
         elif node.op_type == "ReduceMean" and flags.get("ConvertReduceMeanToDPUVersion"):
             shape = _static_shape(model, node.input[0])
-            axes = list(_attr(node, "axes", []) or [])
+            axes = list(attribute(node, "axes", []) or [])
             if len(node.input) > 1 and node.input[1]:
                 init = next((t for t in graph.initializer if t.name == node.input[1]), None)
                 axes = list(numpy_helper.to_array(init)) if init is not None else None
@@ -144,6 +118,7 @@ def refine(model: onnx.ModelProto, plan: Any, settings: Settings, max_loops: int
     """Adjust positions until every shift lies in the NPU's range (NPU_SPEC §4.1.4)."""
     if not settings.npu_legality:
         return []
+    L = SHIFT_LIMITS
     tensors = plan.tensors
     group_of = {n: g for g in plan.groups for n in g}
     changes: dict[str, int] = {}
@@ -182,26 +157,27 @@ def refine(model: onnx.ModelProto, plan: Any, settings: Settings, max_loops: int
         for i in plan.nodes:
             node = graph.node[i]
             op = node.op_type
-            if op in ("Conv", "ConvTranspose", "Gemm", "MatMul") and len(node.input) > 1:
+            if op in MAC_OPS and len(node.input) > 1:
                 x, w, y = node.input[0], node.input[1], out_of(node)
                 px, pw, py = pos(x), pos(w), pos(y) if y else None
                 if None in (px, pw, py):
                     continue
                 cut = pw + px - py
-                if cut > 16:
-                    set_pos(w, pw - (cut - 16), "shift_cut <= 16 (coarser weights)")
-                    pw -= cut - 16
-                elif cut < 0:
-                    set_pos(y, pw + px, "shift_cut >= 0 (coarser output)")
-                    py = pw + px
+                cut_min, cut_max = L.shift_cut
+                if cut > cut_max:
+                    set_pos(w, pw - (cut - cut_max), f"shift_cut <= {cut_max} (coarser weights)")
+                    pw -= cut - cut_max
+                elif cut < cut_min:
+                    set_pos(y, pw + px - cut_min, f"shift_cut >= {cut_min} (coarser output)")
+                    py = pw + px - cut_min
                 cut = pw + px - py
                 if len(node.input) > 2 and node.input[2] and pos(node.input[2]) is not None:
                     pb = pos(node.input[2])
                     leaky = any(c.op_type == "LeakyRelu" for c in consumers.get(node.output[0], []))
-                    lo = 0 if leaky else min(0, -(24 - (8 + cut)))
+                    lo = L.shift_bias_min(cut, before_leaky_relu=leaky)
                     shift_bias = pw + px - pb
-                    if shift_bias > 15:
-                        set_pos(node.input[2], pw + px - 15, "shift_bias <= 15")
+                    if shift_bias > L.shift_bias_max:
+                        set_pos(node.input[2], pw + px - L.shift_bias_max, f"shift_bias <= {L.shift_bias_max}")
                     elif shift_bias < lo:
                         set_pos(node.input[2], pw + px - lo, "shift_bias lower bound")
             elif op in ("Add", "Sub"):
@@ -210,15 +186,16 @@ def refine(model: onnx.ModelProto, plan: Any, settings: Settings, max_loops: int
                 if len(ins) != 2 or y is None or pos(y) is None:
                     continue
                 pa, pb = pos(ins[0]), pos(ins[1])
-                if abs(pa - pb) > 7:
+                if abs(pa - pb) > L.shift_read_max:
                     finer = ins[0] if pa > pb else ins[1]
-                    set_pos(finer, min(pa, pb) + 7, "eltwise shift_read <= 7")
+                    set_pos(finer, min(pa, pb) + L.shift_read_max, f"eltwise shift_read <= {L.shift_read_max}")
                 low = min(pos(ins[0]), pos(ins[1]))
                 shift_write = low - pos(y)
-                if shift_write < -7:
-                    set_pos(y, low + 7, "eltwise shift_write >= -7")
-                elif shift_write > 25:
-                    set_pos(y, low - 25, "eltwise shift_write <= 25")
+                write_min, write_max = L.add_shift_write
+                if shift_write < write_min:
+                    set_pos(y, low - write_min, f"eltwise shift_write >= {write_min}")
+                elif shift_write > write_max:
+                    set_pos(y, low - write_max, f"eltwise shift_write <= {write_max}")
             elif op == "Mul":
                 ins = [n for n in node.input if pos(n) is not None]
                 y = out_of(node)
@@ -226,10 +203,11 @@ def refine(model: onnx.ModelProto, plan: Any, settings: Settings, max_loops: int
                     continue
                 total = pos(ins[0]) + pos(ins[1])
                 shift_write = total - pos(y)
-                if shift_write < 0:
-                    set_pos(y, total, "mul shift_write >= 0")
-                elif shift_write > 32:
-                    set_pos(y, total - 32, "mul shift_write <= 32")
+                write_min, write_max = L.mul_shift_write
+                if shift_write < write_min:
+                    set_pos(y, total - write_min, f"mul shift_write >= {write_min}")
+                elif shift_write > write_max:
+                    set_pos(y, total - write_max, f"mul shift_write <= {write_max}")
             elif op in ("AveragePool", "GlobalAveragePool"):
                 x, y = node.input[0], out_of(node)
                 if y is not None and pos(x) is not None and pos(y) is not None and pos(x) != pos(y):
@@ -238,15 +216,18 @@ def refine(model: onnx.ModelProto, plan: Any, settings: Settings, max_loops: int
                 x, y = node.input[0], out_of(node)
                 if pos(x) is None or y is None or pos(y) is None:
                     continue
-                if not 0 <= pos(x) <= 15:
-                    set_pos(x, min(max(pos(x), 0), 15), "hard-sigmoid input position in [0, 15]")
-                if pos(y) < 7:
-                    set_pos(y, 7, "hard-sigmoid output position >= 7")
-                shift = 14 + pos(x) - pos(y)
-                if shift < 0:
-                    set_pos(y, 14 + pos(x), "shift_sigmoid >= 0")
-                elif shift > 31:
-                    set_pos(y, 14 + pos(x) - 31, "shift_sigmoid <= 31")
+                in_min, in_max = L.hard_sigmoid_input_pos
+                if not in_min <= pos(x) <= in_max:
+                    set_pos(x, min(max(pos(x), in_min), in_max), f"hard-sigmoid input position in [{in_min}, {in_max}]")
+                if pos(y) < L.hard_sigmoid_output_pos_min:
+                    set_pos(y, L.hard_sigmoid_output_pos_min,
+                            f"hard-sigmoid output position >= {L.hard_sigmoid_output_pos_min}")
+                shift = HARD_SIGMOID_SHIFT + pos(x) - pos(y)
+                shift_min, shift_max = L.hard_sigmoid_shift
+                if shift < shift_min:
+                    set_pos(y, HARD_SIGMOID_SHIFT + pos(x) - shift_min, f"shift_sigmoid >= {shift_min}")
+                elif shift > shift_max:
+                    set_pos(y, HARD_SIGMOID_SHIFT + pos(x) - shift_max, f"shift_sigmoid <= {shift_max}")
         if changes == before:
             break
     return [f"NPU legality: {rule} ({n} adjustment{'s' if n > 1 else ''})" for rule, n in changes.items()]

@@ -27,7 +27,7 @@ from ryzen_nb.graph.io import ModelLike, load_model
 from ryzen_nb.npu.compile import NPUProgram
 from ryzen_nb.npu.compile import compile as npu_compile
 from ryzen_nb.npu.partition import NodeAssignment
-from ryzen_nb.npu.targets import TARGETS, Target, get_target
+from ryzen_nb.spec.targets import TARGETS, Target, get_target
 from ryzen_nb.ui._base import ErrorBox, asset, surfaces_errors
 
 __all__ = ["PartitionView"]

@@ -206,7 +206,7 @@ def test_dynamic_batch_fixed_from_data(small) -> None:
 
 
 def test_xint8_dpu_rewrites_and_legality() -> None:
-    from ryzen_nb.quantization.xint8 import avgpool_factor
+    from ryzen_nb.spec.dpu import avgpool_factor
 
     assert avgpool_factor(9) == 7 / 64 and avgpool_factor(49) == 21 / 1024 and avgpool_factor(300) == 1 / 300
     # a model with LeakyRelu, Sigmoid and global average pooling over 7x7

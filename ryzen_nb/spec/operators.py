@@ -10,7 +10,19 @@ convolutions, Q/DQ zero points...) live in :mod:`ryzen_nb.npu.partition`.
 
 from __future__ import annotations
 
-__all__ = ["SUPPORTED", "PRECISION_COLUMNS", "is_supported", "supported_ops"]
+__all__ = ["SUPPORTED", "PRECISION_COLUMNS", "MAC_OPS", "FUSED_ACTIVATIONS", "FUSING_PRODUCERS", "is_supported",
+           "supported_ops"]
+
+#: multiply-accumulate operators: a weight, an optional bias added in the accumulator, MACs that
+#: dominate compute (quantizer, accuracy algorithms, partitioner and latency model read this one set)
+MAC_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
+
+#: activations the compilers fuse into the operator before them: X1 folds them into the convolution
+#: (NPU_SPEC §4.1.3), and VAIML evidently does for BF16 — ResNet50 and gte run whole on the NPU
+#: although the operator table leaves Relu unmarked for BF16 (ryzen-nb assumption F1)
+FUSED_ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "HardSigmoid", "HardSwish"})
+#: ... and the operators they fuse into
+FUSING_PRODUCERS = MAC_OPS | {"Add", "BatchNormalization"}
 
 PRECISION_COLUMNS = ("BF16", "A16W8", "A8W8", "XINT8")
 
