@@ -9,7 +9,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ryzen_nb.errors import RyzenNBError
+import pandas as pd
+
+from ryzen_nb import formats, npu, zoo
+from ryzen_nb._version import __version__
+from ryzen_nb.demo import run_demo
+from ryzen_nb.errors import RyzenNBError, UnknownNameError
+from ryzen_nb.evaluation.folders import evaluate_folders
+from ryzen_nb.pipeline import quantize
+from ryzen_nb.quantization.bf16 import convert_bf16
+from ryzen_nb.quantization.config import PRESETS, Config, get_default_config
 
 __all__ = ["main"]
 
@@ -23,8 +32,6 @@ def _shape(text: str) -> tuple[str, list[int]]:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from ryzen_nb.demo import run_demo
-
     run_demo(tuple(args.presets), calibration_samples=args.calibration_samples)
     return 0
 
@@ -32,11 +39,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 def _cmd_zoo(args: argparse.Namespace) -> int:
     """List the zoo, or fetch models and data into the cache ahead of time (Binder images, a classroom's
     shared cache folder: ``RYZEN_NB_CACHE``)."""
-    from ryzen_nb import zoo
-
     if args.action == "list":
-        import pandas as pd
-
         with pd.option_context("display.width", 160, "display.max_colwidth", 70):
             print(zoo.list_models()[["task", "needs", "description"]].to_string())
             print()
@@ -51,17 +54,12 @@ def _cmd_zoo(args: argparse.Namespace) -> int:
         elif name in datasets:
             print(f"dataset {name}: {len(zoo.load_dataset(name))} samples")
         else:
-            from ryzen_nb.errors import UnknownNameError
-
             raise UnknownNameError("zoo model or data set", name, sorted(models | datasets))
     print(f"cache: {zoo.cache_dir()}")
     return 0
 
 
 def _cmd_quantize(args: argparse.Namespace) -> int:
-    from ryzen_nb.quantization.config import Config, get_default_config
-    from ryzen_nb.quantization.quantizer import quantize
-
     if args.config:
         config = Config.from_json(Path(args.config).read_text())
     else:
@@ -83,8 +81,6 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
 
 
 def _cmd_convert_bf16(args: argparse.Namespace) -> int:
-    from ryzen_nb.quantization.bf16 import convert_bf16
-
     result = convert_bf16(args.input, args.output, args.format)
     print(f"wrote {result.output_path} ({'FP16' if result.from_float16 else 'FP32'} -> BF16, format {result.format})")
     if result.runs_on_cpu:
@@ -97,8 +93,6 @@ def _cmd_convert_bf16(args: argparse.Namespace) -> int:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from ryzen_nb.evaluation.folders import evaluate_folders
-
     baseline = args.baseline_results_folder or args.baseline
     quantized = args.quantized_results_folder or args.quantized
     if not baseline or not quantized:
@@ -119,9 +113,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def _cmd_emulate(args: argparse.Namespace) -> int:
-    from ryzen_nb.npu import compile, divergence, estimate_latency
-
-    program = compile(args.model, args.target)
+    program = npu.compile(args.model, args.target)
     print(program.ep_log())
     print(program.summary())
     reasons = program.cpu_reasons()
@@ -130,14 +122,14 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
         grouped = reasons.groupby(["op", "reason"]).size().reset_index(name="count")
         for row in grouped.itertuples():
             print(f"  {row.count:>4} x {row.op}: {row.reason}")
-    estimate = estimate_latency(program)
+    estimate = npu.estimate_latency(program)
     print()
     print(estimate.summary())
     if args.per_op:
         table = estimate.per_op[estimate.per_op.time_us > 0].sort_values("time_us", ascending=False)
         print(table.head(args.per_op).to_string(index=False))
     if args.data:
-        report = divergence(program.model, args.data, program.target, limit=args.limit, per_layer=True)
+        report = npu.divergence(program.model, args.data, program.target, limit=args.limit, per_layer=True)
         print()
         print(report.summary())
     if args.report:
@@ -146,10 +138,6 @@ def _cmd_emulate(args: argparse.Namespace) -> int:
 
 
 def _cmd_formats(args: argparse.Namespace) -> int:
-    import pandas as pd
-
-    from ryzen_nb import formats
-
     table = formats.table()[["family", "bits_per_element", "scale_kind", "block_size", "lowering"]]
     with pd.option_context("display.width", 200, "display.max_colwidth", 70):
         print(table.to_string())
@@ -157,8 +145,6 @@ def _cmd_formats(args: argparse.Namespace) -> int:
 
 
 def _cmd_presets(args: argparse.Namespace) -> int:
-    from ryzen_nb.quantization.config import PRESETS
-
     width = max(len(n) for n in PRESETS)
     for name, preset in PRESETS.items():
         print(f"{name:<{width}}  {preset.description}")
@@ -166,8 +152,6 @@ def _cmd_presets(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from ryzen_nb import __version__
-
     parser = argparse.ArgumentParser(
         prog="ryzen-nb",
         description="Quantize ONNX models the way AMD Ryzen AI expects, emulate the NPU, compare FP32 vs quantized.",

@@ -12,10 +12,14 @@ import time
 from typing import TextIO
 
 import numpy as np
+import onnx
 import pandas as pd
 
+from ryzen_nb import zoo
 from ryzen_nb.graph.prepare import ort_session
 from ryzen_nb.metrics import agreement, cosine, sqnr
+from ryzen_nb.pipeline import quantize
+from ryzen_nb.quantization.config import get_default_config
 
 __all__ = ["run_demo", "DEMO_FORMATS"]
 
@@ -32,12 +36,6 @@ def run_demo(
     out: TextIO | None = sys.stdout,
 ) -> pd.DataFrame:
     """Quantize the packaged digits ResNet with each preset; return (and print) the comparison."""
-    import onnx
-
-    from ryzen_nb import zoo
-    from ryzen_nb.quantization.config import get_default_config
-    from ryzen_nb.quantization.quantizer import quantize
-
     say = (lambda *a: print(*a, file=out)) if out is not None else (lambda *a: None)  # noqa: E731
     model = zoo.load_model("resnet_digits")
     calib = zoo.load_dataset("digits", split="calibration")

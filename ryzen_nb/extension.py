@@ -16,15 +16,23 @@ line, not a traceback.
 
 from __future__ import annotations
 
+import argparse
 import shlex
+from pathlib import Path
 from typing import Any
+
+import pandas as pd
+
+from ryzen_nb import npu, ui
+from ryzen_nb.errors import RyzenNBError
+from ryzen_nb.evaluation.compare import compare
+from ryzen_nb.pipeline import quantize
+from ryzen_nb.quantization.config import PRESETS, Config
 
 __all__ = ["load_ipython_extension", "MAGICS"]
 
 
 def _parser(prog: str, description: str) -> Any:
-    import argparse
-
     class Parser(argparse.ArgumentParser):
         def error(self, message: str) -> None:  # an exception, not sys.exit, inside a notebook
             raise ValueError(f"{prog}: {message}\nusage: {self.format_usage().strip()}")
@@ -44,9 +52,6 @@ class _Magics:
 
     @staticmethod
     def rnb_quantize(line: str, ns: dict[str, Any]) -> Any:
-        import ryzen_nb
-        from ryzen_nb.quantization.config import Config
-
         p = _parser("%rnb_quantize", "Quantize MODEL into OUTPUT with a preset or a config file.")
         p.add_argument("model")
         p.add_argument("output", nargs="?", help="output path (omit to keep the model in memory: summary.model)")
@@ -59,15 +64,11 @@ class _Magics:
         if a.config:
             config = _value(a.config, ns)
             if isinstance(config, str):
-                from pathlib import Path
-
                 config = Config.from_json(Path(config).expanduser().read_text())
-        return ryzen_nb.quantize(_value(a.model, ns), a.output, config, _value(a.data, ns), limit=a.limit)
+        return quantize(_value(a.model, ns), a.output, config, _value(a.data, ns), limit=a.limit)
 
     @staticmethod
     def rnb_emulate(line: str, ns: dict[str, Any]) -> Any:
-        from ryzen_nb import npu
-
         p = _parser("%rnb_emulate", "What the NPU would run: partition, reasons, latency estimate.")
         p.add_argument("model")
         p.add_argument("--target", default="STX")
@@ -75,15 +76,11 @@ class _Magics:
         a = p.parse_args(shlex.split(line))
         model = _value(a.model, ns)
         if a.view:
-            from ryzen_nb.ui.partition import PartitionView
-
-            return PartitionView(model, target=a.target)
+            return ui.PartitionView(model, target=a.target)
         return npu.compile(model, a.target)
 
     @staticmethod
     def rnb_compare(line: str, ns: dict[str, Any]) -> Any:
-        from ryzen_nb.evaluation.compare import compare
-
         p = _parser("%rnb_compare", "FP32 vs quantized on held-out data.")
         p.add_argument("reference")
         p.add_argument("variants", nargs="+", help="quantized models (paths or variables)")
@@ -99,14 +96,10 @@ class _Magics:
             variants[name] = value
         result = compare(_value(a.reference, ns), variants, _value(a.data, ns), labels=_value(a.labels, ns),
                          targets=tuple(t for t in a.targets.split(",") if t))
-        return result.dashboard() if a.dashboard else result
+        return ui.dashboard(result) if a.dashboard else result
 
     @staticmethod
     def rnb_presets(line: str, ns: dict[str, Any]) -> Any:
-        import pandas as pd
-
-        from ryzen_nb.quantization.config import PRESETS
-
         return pd.DataFrame([{"preset": p.name, "description": p.description} for p in PRESETS.values()])
 
 
@@ -115,8 +108,6 @@ MAGICS = {name: getattr(_Magics, name) for name in ("rnb_quantize", "rnb_emulate
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics (called by ``%load_ext ryzen_nb``)."""
-    from ryzen_nb.errors import RyzenNBError
-
     def register(name: str, fn: Any) -> None:
         def magic(line: str = "") -> Any:
             try:

@@ -18,15 +18,11 @@ from ryzen_nb.algorithms.bias_correction import BiasCorrectionReport, bias_corre
 from ryzen_nb.algorithms.cle import CLEReport, cross_layer_equalize, replace_clip6_with_relu
 from ryzen_nb.algorithms.finetune import FineTuneReport, fast_finetune
 from ryzen_nb.algorithms.mixed_precision import MixedPrecisionReport, apply_mixed_precision
-from ryzen_nb.algorithms.options import CLEOptions, FineTuneOptions, MixedPrecisionOptions
 
 __all__ = [
     "BiasCorrectionReport",
-    "CLEOptions",
     "CLEReport",
-    "FineTuneOptions",
     "FineTuneReport",
-    "MixedPrecisionOptions",
     "MixedPrecisionReport",
     "apply_mixed_precision",
     "bias_correction",

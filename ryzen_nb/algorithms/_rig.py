@@ -26,7 +26,8 @@ from ryzen_nb.algorithms.layers import Activation, Layer, activation_after, laye
 from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.batching import SampleRunner
 from ryzen_nb.graph.prepare import prune_unused
-from ryzen_nb.quantization.engine import _lowering_args
+from ryzen_nb.quantization.emit import lowering_args
+from ryzen_nb.quantization.run import QuantizationRun
 
 __all__ = ["Target", "LayerRig", "WeightQuantizer"]
 
@@ -54,7 +55,7 @@ class WeightQuantizer:
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
         """The values the quantized model computes with."""
-        kw = _lowering_args(self.t, self.fmt)  # the arguments the written quantizer gets
+        kw = lowering_args(self.t, self.fmt)  # the arguments the written quantizer gets
         if self.t.params is None and self.fmt.info.axis_role == "block" and w.ndim <= 1:
             kw["axis"] = 0  # a bias: one axis to block along
         return np.asarray(self.fmt.quantize_dequantize(w.astype(np.float32), **kw), np.float64)
@@ -88,10 +89,10 @@ class Target:
 
 
 class LayerRig:
-    """The target layers of a :class:`~ryzen_nb.quantization.quantizer.QuantizationRun`, their
+    """The target layers of a :class:`~ryzen_nb.quantization.run.QuantizationRun`, their
     current weights, and their activations in the float and the quantized network."""
 
-    def __init__(self, run: Any, op_types: tuple[str, ...], samples: list[dict[str, np.ndarray]],
+    def __init__(self, run: QuantizationRun, op_types: tuple[str, ...], samples: list[dict[str, np.ndarray]],
                  float_inputs: bool = False) -> None:
         self.run = run
         self.samples = samples

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ryzen_nb.algorithms._rig import LayerRig
+from ryzen_nb.quantization.run import QuantizationRun
 from ryzen_nb.spec.operators import MAC_OPS
 
 __all__ = ["BiasCorrectionReport", "bias_correction"]
@@ -33,7 +34,7 @@ class BiasCorrectionReport:
         return f"<BiasCorrectionReport: {len(self.table)} bias(es) corrected on {self.samples} samples, {self.seconds:.1f} s>"
 
 
-def bias_correction(run: Any, data_size: int = DEFAULT_DATA_SIZE) -> BiasCorrectionReport:
+def bias_correction(run: QuantizationRun, data_size: int = DEFAULT_DATA_SIZE) -> BiasCorrectionReport:
     """Correct the biases of ``run``'s Conv/ConvTranspose/Gemm layers (a QuantizationRun)."""
     import pandas as pd
     from tqdm.auto import tqdm

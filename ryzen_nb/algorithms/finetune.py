@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from ryzen_nb.algorithms._rig import LayerRig, Target
-from ryzen_nb.algorithms.options import FineTuneOptions
 from ryzen_nb.errors import ConfigError
+from ryzen_nb.quantization.options import FineTuneOptions
+from ryzen_nb.quantization.run import QuantizationRun
 
 __all__ = ["FineTuneReport", "fast_finetune"]
 
@@ -93,8 +94,8 @@ def _reconstruction(y: np.ndarray, target: np.ndarray, axis: int) -> tuple[float
     return float((diff * diff).sum() / count), 2.0 * diff / count
 
 
-def fast_finetune(run: Any, options: FineTuneOptions) -> FineTuneReport:
-    """Run AdaRound or AdaQuant on ``run`` (a :class:`ryzen_nb.quantization.quantizer.QuantizationRun`)."""
+def fast_finetune(run: QuantizationRun, options: FineTuneOptions) -> FineTuneReport:
+    """Run AdaRound or AdaQuant on ``run``."""
     import pandas as pd
     from tqdm.auto import tqdm
 

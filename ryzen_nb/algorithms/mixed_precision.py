@@ -29,10 +29,11 @@ from typing import Any
 import numpy as np
 
 from ryzen_nb import formats as formats_
-from ryzen_nb.algorithms.options import MixedPrecisionOptions
-from ryzen_nb.errors import ConfigError
+from ryzen_nb.errors import ConfigError, closest_first
 from ryzen_nb.graph.prepare import ort_session
 from ryzen_nb.metrics import cosine, l2, sqnr
+from ryzen_nb.quantization.options import MixedPrecisionOptions
+from ryzen_nb.quantization.run import QuantizationRun
 
 __all__ = ["MixedPrecisionReport", "apply_mixed_precision"]
 
@@ -77,7 +78,7 @@ class _Layout:
     """The units of a model and, per activation tensor, who produces and who reads it — what an
     assignment (units switched -> tensor formats and second quantizers) is computed from."""
 
-    def __init__(self, run: Any, o: MixedPrecisionOptions) -> None:
+    def __init__(self, run: QuantizationRun, o: MixedPrecisionOptions) -> None:
         graph = run.prepared.model.graph
         plan = run.plan
         self.o = o
@@ -146,7 +147,7 @@ class _Layout:
         return formats, dual
 
 
-def apply_mixed_precision(run: Any, o: MixedPrecisionOptions) -> MixedPrecisionReport:
+def apply_mixed_precision(run: QuantizationRun, o: MixedPrecisionOptions) -> MixedPrecisionReport:
     """Decide the switched units and replan ``run`` (a QuantizationRun) accordingly."""
     import pandas as pd
 
@@ -203,10 +204,8 @@ def apply_mixed_precision(run: Any, o: MixedPrecisionOptions) -> MixedPrecisionR
     return report
 
 
-def _check_names(run: Any, o: MixedPrecisionOptions) -> None:
+def _check_names(run: QuantizationRun, o: MixedPrecisionOptions) -> None:
     """Tensor and layer names the options give must be in the model (Quark drops unknown ones)."""
-    from ryzen_nb.errors import closest_first
-
     nodes = [n.name for n in run.prepared.model.graph.node]
     for key, names, known, what in (("TargetTensors", o.target_tensors, list(run.plan.tensors), "a quantized tensor"),
                                     ("IncludeLayers", o.include_layers, nodes, "a node of the model"),
@@ -224,7 +223,7 @@ def _candidates(units: list[Unit], o: MixedPrecisionOptions) -> list[int]:
             if k not in o.exclude_indices and not exclude & set(u.layers) and (not include or include & set(u.layers))]
 
 
-def _measure_sensitivity(run: Any, layout: _Layout, candidates: list[int], rows: list[dict], evaluator: _Evaluator,
+def _measure_sensitivity(run: QuantizationRun, layout: _Layout, candidates: list[int], rows: list[dict], evaluator: _Evaluator,
                          extra: dict[str, str]) -> None:
     """Each candidate switched alone: its metrics go into its row as ``sensitivity_<metric>``."""
     from tqdm.auto import tqdm
@@ -234,7 +233,7 @@ def _measure_sensitivity(run: Any, layout: _Layout, candidates: list[int], rows:
         rows[k].update({f"sensitivity_{m}": v for m, v in evaluator({**extra, **f}, d).items()})
 
 
-def _greedy(run: Any, layout: _Layout, candidates: list[int], rows: list[dict], chosen: list[int],
+def _greedy(run: QuantizationRun, layout: _Layout, candidates: list[int], rows: list[dict], chosen: list[int],
             evaluator: _Evaluator, extra: dict[str, str], o: MixedPrecisionOptions) -> dict[str, float]:
     """Switch candidates from the least sensitive up while the targets hold (``chosen`` grows in
     place, so an interruption keeps what was decided); returns the metrics of the last accepted step."""
@@ -259,7 +258,7 @@ def _greedy(run: Any, layout: _Layout, candidates: list[int], rows: list[dict], 
 class _Evaluator:
     """Quantize with an assignment and compare with the float model on the same samples."""
 
-    def __init__(self, run: Any, o: MixedPrecisionOptions) -> None:
+    def __init__(self, run: QuantizationRun, o: MixedPrecisionOptions) -> None:
         self.run, self.o = run, o
         self.samples = run.samples(o.data_size or DEFAULT_DATA_SIZE)
         session = ort_session(run.prepared.model)

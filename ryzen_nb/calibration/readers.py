@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from ryzen_nb.errors import CalibrationDataError
+from ryzen_nb.errors import CalibrationDataError, UnknownNameError
 
 __all__ = [
     "CalibrationReader",
@@ -294,8 +294,6 @@ class ImageFolderReader(CalibrationReader):
             )
         valid = ("imagenet", "minus127_div128", "unit", "none")
         if normalize not in valid:
-            from ryzen_nb.errors import UnknownNameError
-
             raise UnknownNameError("normalize mode", normalize, valid)
         if layout.upper() not in ("NCHW", "NHWC"):
             raise CalibrationDataError(f"layout must be 'NCHW' or 'NHWC'; got {layout!r}.")

@@ -6,8 +6,8 @@ gathers what the dashboards show.
 ...                  images, labels=labels, targets=("PHX", "STX"))          # doctest: +SKIP
 >>> result.table                     # one row per model: accuracy, fidelity, size, CPU and NPU latency
 >>> result.per_layer                 # SQNR of every quantized tensor against FP32
->>> result.dashboard()               # the inline plotly dashboard (ryzen_nb.ui)
->>> result.to_html("report.html")    # the same, as one static page
+>>> ryzen_nb.ui.dashboard(result)    # the inline plotly dashboard (a widget)
+>>> result.to_html("report.html")    # the same figures and tables, as one static page
 
 What is measured, per model:
 
@@ -36,9 +36,19 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ryzen_nb import metrics
-from ryzen_nb.errors import CalibrationDataError, ConfigError
-from ryzen_nb.graph.io import load_model, model_path_of
+from ryzen_nb import metrics, npu
+from ryzen_nb._html import esc, table_html
+from ryzen_nb.calibration.readers import make_reader
+from ryzen_nb.calibration.validation import check_feed
+from ryzen_nb.errors import CalibrationDataError, ConfigError, UnknownNameError, closest_first
+from ryzen_nb.evaluation.report import comparison_figures, comparison_html
+from ryzen_nb.evaluation.timing import time_call
+from ryzen_nb.graph.batching import SampleRunner
+from ryzen_nb.graph.io import load_model, model_path_of, write_atomic
+from ryzen_nb.graph.prepare import input_specs, ort_session
+from ryzen_nb.quantization.run import QuantizationSummary
+from ryzen_nb.zoo.datasets import Dataset
+from ryzen_nb.zoo.models import ZooModel
 
 __all__ = ["Comparison", "compare", "quantized_tensors"]
 
@@ -90,8 +100,6 @@ class Comparison:
             raise ConfigError(f"{model!r} is not one of the quantized models compared: {self.models[1:]}.")
         pairs = {f: q for f, q, _ in quantized_tensors(self._models[self.reference].model, self._models[model].model)}
         if tensor not in pairs:
-            from ryzen_nb.errors import closest_first
-
             raise ConfigError(f"{tensor!r} has no quantized counterpart in {model!r} (closest: "
                               f"{', '.join(closest_first(tensor, list(pairs))[:3])}).")
         ref = _probe(self._models[self.reference].model, [tensor])
@@ -102,26 +110,15 @@ class Comparison:
 
     # -- presentation --------------------------------------------------------------------------------
     def figures(self) -> dict[str, Any]:
-        """The dashboard's plotly figures, by name."""
-        from ryzen_nb.ui.figures import comparison_figures
-
+        """The dashboard's plotly figures, by name (the interactive dashboard is
+        ``ryzen_nb.ui.dashboard(result)``)."""
         return comparison_figures(self)
-
-    def dashboard(self) -> Any:
-        """The inline dashboard (an ipywidgets widget)."""
-        from ryzen_nb.ui.dashboard import ComparisonDashboard
-
-        return ComparisonDashboard(self)
 
     def to_html(self, path: str | Path | None = None) -> str:
         """One static HTML page with the tables and figures (plotly.js inlined once, so it opens
         offline); written atomically to ``path`` if given. Returns the HTML."""
-        from ryzen_nb.ui.figures import comparison_html
-
         page = comparison_html(self)
         if path is not None:
-            from ryzen_nb.graph.io import write_atomic
-
             write_atomic(path, page)
         return page
 
@@ -131,8 +128,6 @@ class Comparison:
                            "per_layer": json.loads(self.per_layer.to_json(orient="records")), "notes": self.notes})
 
     def _repr_html_(self) -> str:
-        from ryzen_nb.ui._base import esc, table_html
-
         notes = "".join(f"<li>{esc(n)}</li>" for n in self.notes)
         return (f"<div><b>FP32 vs quantized</b> on {self.samples} held-out samples ({esc(self.task)})"
                 f"{table_html(self.table.reset_index())}"
@@ -173,8 +168,6 @@ def compare(
     from tqdm.auto import tqdm
 
     if task not in TASKS:
-        from ryzen_nb.errors import UnknownNameError
-
         raise UnknownNameError("task", task, TASKS)
     preprocess, zoo_task, reference = _unwrap_zoo(reference)
     if task == "auto" and zoo_task == "sentence-embedding":
@@ -227,16 +220,12 @@ def compare(
 # -- inputs --------------------------------------------------------------------------------------------
 def _unwrap_zoo(reference: Any) -> tuple[Any, str | None, Any]:
     """(preprocess or None, zoo task or None, the model as a path/ModelProto)."""
-    from ryzen_nb.zoo.models import ZooModel
-
     if isinstance(reference, ZooModel):
         return reference.preprocess, reference.task, reference.path
     return None, None, reference
 
 
 def _feeds(reference: Any, data: Any, preprocess: Any, limit: int | None) -> tuple[list[dict], np.ndarray | None]:
-    from ryzen_nb.zoo.datasets import Dataset
-
     labels = None
     if isinstance(data, Dataset):
         if preprocess is None:
@@ -245,9 +234,6 @@ def _feeds(reference: Any, data: Any, preprocess: Any, limit: int | None) -> tup
         samples = list(data.samples)[:limit] if limit else list(data.samples)
         labels = np.asarray(data.labels)[: len(samples)]
         return [preprocess(s) for s in samples], labels
-    from ryzen_nb.calibration.readers import make_reader
-    from ryzen_nb.calibration.validation import check_feed
-    from ryzen_nb.graph.prepare import input_specs
 
     specs = input_specs(load_model(reference))
     if preprocess is not None and isinstance(data, Iterable) and not isinstance(data, (str, Path, np.ndarray, Mapping)):
@@ -263,8 +249,6 @@ def _feeds(reference: Any, data: Any, preprocess: Any, limit: int | None) -> tup
 
 
 def _variants(variants: Mapping[str, Any] | Sequence[Any]) -> list[_Model]:
-    from ryzen_nb.quantization.quantizer import QuantizationSummary
-
     items = list(variants.items()) if isinstance(variants, Mapping) else [(None, v) for v in variants]
     if not items:
         raise ConfigError("compare() needs at least one quantized model to compare with the reference.")
@@ -287,15 +271,10 @@ def _variants(variants: Mapping[str, Any] | Sequence[Any]) -> list[_Model]:
 
 # -- measurements -------------------------------------------------------------------------------------
 def _session(model: onnx.ModelProto) -> Any:
-    from ryzen_nb.graph.prepare import ort_session
-
     return ort_session(model)
 
 
 def _run(model: onnx.ModelProto, feeds: list[dict], index: int, runs: int) -> tuple[np.ndarray, dict[str, float]]:
-    from ryzen_nb.evaluation.timing import time_call
-    from ryzen_nb.graph.batching import SampleRunner
-
     runner = SampleRunner(model)
     name = model.graph.output[index].name
     # one row per sample, whatever the output's own layout ([1, classes], [tokens, hidden], ...)
@@ -304,7 +283,6 @@ def _run(model: onnx.ModelProto, feeds: list[dict], index: int, runs: int) -> tu
     if runs:
         # timed as a CPU deployment runs it: onnxruntime's fused integer kernels (the outputs above
         # come from the model as written, which those kernels approximate on CPUs without VNNI)
-        from ryzen_nb.graph.prepare import ort_session
 
         session = ort_session(model, fused_qdq=True)
         stats = time_call(lambda: session.run(None, feeds[0]), warmup=3, repeats=runs, min_seconds=0.0)
@@ -314,15 +292,12 @@ def _run(model: onnx.ModelProto, feeds: list[dict], index: int, runs: int) -> tu
 
 def _npu(model: onnx.ModelProto, targets: Sequence[str], notes: list[str], name: str) -> dict[str, float]:
     """Estimated NPU latency and the share of operators the NPU runs (as the EP log counts them)."""
-    from ryzen_nb import npu
-
     out: dict[str, float] = {}
     for target in targets:
         try:
             program = npu.compile(model, target)
             out[f"npu_ms_{target}"] = npu.estimate_latency(program, target).total_ms
-            on_npu, total = len(program.npu_nodes), len(program.npu_nodes) + len(program.cpu_nodes)
-            out[f"npu_share_{target}"] = on_npu / total if total else 0.0
+            out[f"npu_share_{target}"] = program.npu_share
         except Exception as exc:  # noqa: BLE001 - a model the emulator cannot place: noted, not fatal
             out[f"npu_ms_{target}"] = out[f"npu_share_{target}"] = np.nan
             notes.append(f"{name} on {target}: no NPU estimate ({type(exc).__name__}: {exc})")

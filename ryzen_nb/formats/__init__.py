@@ -24,8 +24,16 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper
 
-from ryzen_nb.errors import UnknownNameError
-from ryzen_nb.formats.base import FormatInfo, NumericFormat, QuantizedTensor, ScaleKind, is_power_of_two
+from ryzen_nb.formats.base import (
+    FormatInfo,
+    NumericFormat,
+    QuantizedTensor,
+    ScaleKind,
+    get,
+    is_power_of_two,
+    names,
+    register,
+)
 from ryzen_nb.formats.bfp import BFP_FORMATS
 from ryzen_nb.formats.floating import FLOAT_FORMATS
 from ryzen_nb.formats.integer import INTEGER_FORMATS, IntegerFormat, check_power_of_two_scale
@@ -50,44 +58,7 @@ __all__ = [
     "table",
 ]
 
-_REGISTRY: dict[str, NumericFormat] = {
-    f.name: f for f in (*INTEGER_FORMATS, *FLOAT_FORMATS, *BFP_FORMATS, *MX_FORMATS)
-}
-#: other spellings users bring from ONNX, numpy, Quark or papers
-_ALIASES = {
-    "bf16": "bfloat16",
-    "fp16": "float16",
-    "half": "float16",
-    "fp8_e4m3": "float8_e4m3fn",
-    "float8e4m3fn": "float8_e4m3fn",
-    "e4m3": "float8_e4m3fn",
-    "fp8_e5m2": "float8_e5m2",
-    "float8e5m2": "float8_e5m2",
-    "e5m2": "float8_e5m2",
-    "mxfp8_e4m3": "MXFP8E4M3",
-    "mxfp8_e5m2": "MXFP8E5M2",
-    "mxfp6_e3m2": "MXFP6E3M2",
-    "mxfp6_e2m3": "MXFP6E2M3",
-    "mxfp4_e2m1": "MXFP4E2M1",
-    "mxfp4": "MXFP4E2M1",
-}
-_FOLDED = {name.lower(): name for name in _REGISTRY} | {k.lower(): v for k, v in _ALIASES.items()}
-
-
-def names() -> list[str]:
-    """Every format name, in registry order (integers, floats, BFP/microexponents, OCP MX)."""
-    return list(_REGISTRY)
-
-
-def get(name: str | NumericFormat, **options: Any) -> NumericFormat:
-    """The format called ``name`` (case-insensitive; common aliases such as ``"bf16"`` accepted),
-    with format-specific ``options`` applied (e.g. ``get("BFP16", variant="compiler")``)."""
-    if isinstance(name, NumericFormat):
-        return name.with_options(**options)
-    key = _FOLDED.get(str(name).strip().lower()) if isinstance(name, str) else None
-    if key is None:
-        raise UnknownNameError("format", name, names())
-    return _REGISTRY[key].with_options(**options)
+register(*INTEGER_FORMATS, *FLOAT_FORMATS, *BFP_FORMATS, *MX_FORMATS)
 
 
 def quantize_dequantize(
@@ -148,5 +119,5 @@ def table() -> Any:
     """Metadata of every format as a pandas DataFrame (one row per format)."""
     import pandas as pd
 
-    rows = [f.info.as_dict() for f in _REGISTRY.values()]
+    rows = [get(name).info.as_dict() for name in names()]
     return pd.DataFrame(rows).set_index("name")

@@ -27,7 +27,7 @@ from ryzen_nb.formats.rounding import Rounding
 if TYPE_CHECKING:
     from ryzen_nb.graph.builder import GraphBuilder
 
-__all__ = ["FormatInfo", "NumericFormat", "QuantizedTensor", "ScaleKind"]
+__all__ = ["FormatInfo", "NumericFormat", "QuantizedTensor", "ScaleKind", "get", "names", "register"]
 
 
 class ScaleKind(str, Enum):
@@ -93,14 +93,10 @@ class QuantizedTensor:
         return tuple(self.codes.shape)
 
     def dequantize(self) -> np.ndarray:
-        from ryzen_nb.formats import get
-
         return get(self.format, **self.options).dequantize(self)
 
     def storage_bits(self) -> int:
         """Bits needed to store this tensor: elements, shared exponents and scales/zero points."""
-        from ryzen_nb.formats import get
-
         info = get(self.format, **self.options).info
         bits = self.codes.size * info.element_bits
         for extra, width in ((self.shared_exponents, 8), (self.micro_exponents, 1)):
@@ -333,3 +329,52 @@ def biased_exponent(x: np.ndarray) -> np.ndarray:
 def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
+
+# -- the registry -------------------------------------------------------------------------------------------------
+# Here, beside the base class, so a QuantizedTensor finds its format without importing the package
+# that defines the formats; ryzen_nb.formats registers every format when it is imported.
+_REGISTRY: dict[str, NumericFormat] = {}
+#: other spellings users bring from ONNX, numpy, Quark or papers
+_ALIASES = {
+    "bf16": "bfloat16",
+    "fp16": "float16",
+    "half": "float16",
+    "fp8_e4m3": "float8_e4m3fn",
+    "float8e4m3fn": "float8_e4m3fn",
+    "e4m3": "float8_e4m3fn",
+    "fp8_e5m2": "float8_e5m2",
+    "float8e5m2": "float8_e5m2",
+    "e5m2": "float8_e5m2",
+    "mxfp8_e4m3": "MXFP8E4M3",
+    "mxfp8_e5m2": "MXFP8E5M2",
+    "mxfp6_e3m2": "MXFP6E3M2",
+    "mxfp6_e2m3": "MXFP6E2M3",
+    "mxfp4_e2m1": "MXFP4E2M1",
+    "mxfp4": "MXFP4E2M1",
+}
+#: lower-cased names and aliases -> registered name
+_FOLDED: dict[str, str] = {}
+
+
+def register(*formats: NumericFormat) -> None:
+    """Add formats to the registry (in order; :func:`names` lists them so)."""
+    for f in formats:
+        _REGISTRY[f.name] = f
+        _FOLDED[f.name.lower()] = f.name
+    _FOLDED.update({k.lower(): v for k, v in _ALIASES.items() if v in _REGISTRY})
+
+
+def names() -> list[str]:
+    """Every format name, in registry order (integers, floats, BFP/microexponents, OCP MX)."""
+    return list(_REGISTRY)
+
+
+def get(name: str | NumericFormat, **options: Any) -> NumericFormat:
+    """The format called ``name`` (case-insensitive; common aliases such as ``"bf16"`` accepted),
+    with format-specific ``options`` applied (e.g. ``get("BFP16", variant="compiler")``)."""
+    if isinstance(name, NumericFormat):
+        return name.with_options(**options)
+    key = _FOLDED.get(str(name).strip().lower()) if isinstance(name, str) else None
+    if key is None:
+        raise UnknownNameError("format", name, names())
+    return _REGISTRY[key].with_options(**options)

@@ -35,9 +35,12 @@ Shape = list[int | None]
 class ModelIndex:
     """Lookups over one ``onnx.ModelProto`` (never modified here; see the module docstring)."""
 
-    def __init__(self, model: onnx.ModelProto) -> None:
+    def __init__(self, model: onnx.ModelProto, *, infer: bool = True) -> None:
         self.model = model
         self.graph = model.graph
+        #: False: shapes and types are what the model declares (a prepared model already carries
+        #: inferred ones; running inference again would only cost time)
+        self.infer = infer
 
     @classmethod
     def of(cls, model: ModelLike | ModelIndex, what: str = "model") -> ModelIndex:
@@ -76,6 +79,11 @@ class ModelIndex:
         return out
 
     @cached_property
+    def consumer_indices(self) -> dict[str, list[int]]:
+        """tensor -> graph positions of the nodes that read it (as :attr:`consumers`)."""
+        return {name: [self.position[id(n)] for n in nodes] for name, nodes in self.consumers.items()}
+
+    @cached_property
     def by_name(self) -> dict[str, onnx.NodeProto]:
         """node name -> node (unnamed nodes are left out)."""
         return {n.name: n for n in self.nodes if n.name}
@@ -111,7 +119,9 @@ class ModelIndex:
     @cached_property
     def inferred(self) -> onnx.ModelProto:
         """The model with inferred ``value_info`` (onnx's shape inference, non-strict); the model
-        itself where inference fails."""
+        itself where inference fails or the index was made with ``infer=False``."""
+        if not self.infer:
+            return self.model
         try:
             return onnx.shape_inference.infer_shapes(self.model, strict_mode=False)
         except Exception:  # noqa: BLE001 - custom domains, models onnx cannot fully type: use what is declared
@@ -171,7 +181,7 @@ class ModelIndex:
 
     # pickling (worker processes) carries the model; the caches are rebuilt there
     def __getstate__(self) -> dict[str, Any]:
-        return {"model": self.model}
+        return {"model": self.model, "infer": self.infer}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["model"])  # type: ignore[misc]
+        self.__init__(state["model"], infer=state["infer"])  # type: ignore[misc]

@@ -24,7 +24,8 @@ from ryzen_nb.errors import ModelError
 from ryzen_nb.graph.builder import IR_VERSION, OPSET
 from ryzen_nb.graph.io import ModelLike, load_model
 
-__all__ = ["InputSpec", "PreparedModel", "prepare", "input_specs", "ort_session", "run_with_outputs"]
+__all__ = ["InputSpec", "PreparedModel", "prepare", "input_specs", "ort_session", "run_with_outputs",
+           "constants_to_initializers", "prune_unused"]
 
 log = logging.getLogger(__name__)
 
@@ -176,7 +177,7 @@ def prepare(
         steps.append(f"converted opset {source_opset} -> {OPSET}")
     m.ir_version = IR_VERSION
 
-    constants = _constants_to_initializers(m)
+    constants = constants_to_initializers(m)
     if constants:
         steps.append(f"turned {constants} Constant node(s) into initializers")
 
@@ -290,7 +291,7 @@ def _check(m: onnx.ModelProto) -> None:
             return
         raise ModelError(f"The model is not valid ONNX: {message}") from exc
 
-def _constants_to_initializers(m: onnx.ModelProto) -> int:
+def constants_to_initializers(m: onnx.ModelProto) -> int:
     """Constant nodes holding tensors become initializers (exporters often emit weights so)."""
     kept, count = [], 0
     for node in m.graph.node:

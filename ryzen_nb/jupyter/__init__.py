@@ -9,9 +9,12 @@ front end calls these endpoints, under ``/ryzen-nb/``:
 ``GET  tutorials``                        the tutorials shipped with ryzen-nb (number, title, what each teaches)
 ``POST tutorials/<name>/copy``            copy one into a folder of the user (``{"directory": "..."}``), never
                                           overwriting a copy the user changed; answers the path to open
+``GET  facts``                            the NPU facts the viewer shows (:func:`ryzen_nb.spec.facts`): precisions
+                                          with labels and colours, device colours, targets, the default target
 ``GET  onnx?path=..&target=..&precision``  an ONNX file's summary (inputs, outputs, op histogram, parameters,
                                           opset) and, for a target and precision, the NPU partition with the
-                                          reason for every CPU operator and the latency estimate
+                                          reason for every CPU operator, the latency estimate and the share
+                                          of the model on the NPU (``NPUProgram.npu_share``)
 ``POST quantize-notebook``                a new notebook beside ``{"path": "model.onnx"}`` with the config builder
                                           for it; answers its path
 ========================================  ==================================================================
@@ -38,6 +41,7 @@ def _jupyter_server_extension_points() -> list[dict[str, str]]:
 
 
 def _load_jupyter_server_extension(serverapp: Any) -> None:
+    # the handlers import jupyter_server and tornado: loaded when a Jupyter server loads the extension
     from ryzen_nb.jupyter.handlers import setup_handlers
 
     setup_handlers(serverapp.web_app)

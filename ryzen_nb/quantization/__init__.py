@@ -1,4 +1,9 @@
-"""Quantization: configs and presets, the QDQ quantizer, and the BF16 conversion tool."""
+"""Quantization: the options schema and presets, configs, the plan → parameters → emit engine,
+XINT8 rules, the staged :class:`QuantizationRun`, and the BF16 conversion tool.
+
+The one-call entry point, with the accuracy algorithms, is :func:`ryzen_nb.quantize`
+(:mod:`ryzen_nb.pipeline`).
+"""
 
 from ryzen_nb.quantization.config import (
     PRESETS,
@@ -8,37 +13,15 @@ from ryzen_nb.quantization.config import (
     preset_names,
     resolve,
 )
-from ryzen_nb.quantization.qconfig import *  # noqa: F403  (Quark's QConfig API)
-from ryzen_nb.quantization.qconfig import __all__ as _qconfig_all
-from ryzen_nb.quantization.quantizer import ModelQuantizer, QuantizationSummary, quantize
-from ryzen_nb.quantization.types import (
-    CalibrationMethod,
-    ExtendedQuantFormat,
-    ExtendedQuantType,
-    PowerOfTwoMethod,
-    QuantFormat,
-    QuantType,
-    VitisQuantFormat,
-    VitisQuantType,
-)
+from ryzen_nb.quantization.run import QuantizationRun, QuantizationSummary
 
 __all__ = [
     "PRESETS",
-    "CalibrationMethod",
     "Config",
-    "ExtendedQuantFormat",
-    "ExtendedQuantType",
-    "ModelQuantizer",
-    "PowerOfTwoMethod",
-    "QuantFormat",
-    "QuantType",
     "QuantizationConfig",
+    "QuantizationRun",
     "QuantizationSummary",
-    "VitisQuantFormat",
-    "VitisQuantType",
     "get_default_config",
     "preset_names",
-    "quantize",
     "resolve",
-    *_qconfig_all,
 ]

@@ -32,7 +32,7 @@ from ryzen_nb.graph.convert import float16_io, float16_to_float32, float32_to_bf
 from ryzen_nb.graph.io import ModelLike, load_model, model_path_of, save_model
 from ryzen_nb.graph.prepare import input_specs, ort_session, prepare
 from ryzen_nb.quantization.config import get_default_config
-from ryzen_nb.quantization.quantizer import QuantizationSummary, quantize
+from ryzen_nb.quantization.run import QuantizationRun, QuantizationSummary
 
 __all__ = ["BF16_FORMATS", "BF16Conversion", "convert_bf16", "check_runs_on_cpu"]
 
@@ -104,7 +104,9 @@ def convert_bf16(model: ModelLike, output_path: str | Path | None, format: str =
             qc.extra_options["BF16QDQToCast"] = True
         elif format == "simulate_bf16":
             qc.extra_options["EnableVaimlBF16"] = True
-        summary = quantize(m, None, qc, progress=False)
+        run = QuantizationRun.prepare(m, qc, progress=False)  # a BF16 config has no algorithm to run
+        run.start()
+        summary = run.finish(None)
         converted = summary.model
         if from_fp16:
             converted = with_float16_io(converted, *io16)

@@ -21,11 +21,19 @@ from typing import Any
 from ryzen_nb import formats
 from ryzen_nb.calibration.methods import get_method
 from ryzen_nb.errors import ConfigError, UnknownNameError
-from ryzen_nb.quantization.options import EXTRA_OPTIONS, check_extra_options
+from ryzen_nb.quantization.options import (
+    EXTRA_OPTIONS,
+    NESTED,
+    CLEOptions,
+    FineTuneOptions,
+    MixedPrecisionOptions,
+    check_extra_options,
+    default,
+)
 from ryzen_nb.quantization.settings import Settings, TensorSettings
-from ryzen_nb.quantization.types import QUANT_TYPE_FORMATS
 
-__all__ = ["QuantizationConfig", "Config", "PRESETS", "Preset", "get_default_config", "preset_names", "resolve"]
+__all__ = ["QuantizationConfig", "Config", "PRESETS", "Preset", "QUANT_TYPE_FORMATS", "get_default_config", "matching_preset",
+           "preset_name", "preset_names", "resolve"]
 
 
 def _name(value: Any) -> str:
@@ -198,6 +206,23 @@ class Config:
         return f"<pre>{escape(self.to_python())}</pre>"
 
 
+#: Quark's QuantType names -> ryzen-nb format names (QBFP/QMX resolve through their attributes)
+QUANT_TYPE_FORMATS = {
+    "QInt4": "int4",
+    "QUInt4": "uint4",
+    "QInt8": "int8",
+    "QUInt8": "uint8",
+    "QInt16": "int16",
+    "QUInt16": "uint16",
+    "QInt32": "int32",
+    "QUInt32": "uint32",
+    "QFloat16": "float16",
+    "QBFloat16": "bfloat16",
+    "QFLOAT8E4M3FN": "float8_e4m3fn",
+    "QFLOAT8E5M2": "float8_e5m2",
+}
+
+
 # -- presets ---------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Preset:
@@ -207,7 +232,8 @@ class Preset:
 
 
 _NPU_INT = {"enable_npu_cnn": True}
-_BFP = {"bfp_method": "to_bfp", "axis": 1, "bit_width": 16, "block_size": 8, "rounding_mode": 2}
+#: BFP16: the BFPAttributes defaults (8-element blocks, 16 bits)
+_BFP = {k: NESTED["BFPAttributes"][k].default for k in ("bfp_method", "axis", "bit_width", "block_size", "rounding_mode")}
 
 
 def _mx_prime(bits: int) -> dict[str, Any]:
@@ -291,16 +317,22 @@ def preset_names() -> list[str]:
     return list(PRESETS)
 
 
-def get_default_config(name: str) -> QuantizationConfig:
-    """A fresh, editable copy of preset ``name`` (``"XINT8"``, ``"A8W8"``, ``"BF16"``, ``"BFP16"``, ...)."""
+def preset_name(name: str) -> str:
+    """The preset's name as the table spells it (case-insensitive; Quark's aliases such as
+    ``"S8S8_AAWS"`` accepted); an unknown name is an error naming the closest."""
     key = _PRESET_ALIASES.get(str(name).upper(), str(name).upper())
     match = next((p for p in PRESETS if p.upper() == key), None)
     if match is None:
         raise UnknownNameError("preset", name, PRESETS)
-    return QuantizationConfig(**copy.deepcopy(PRESETS[match].fields))
+    return match
 
 
-def _matching_preset(qc: QuantizationConfig) -> str | None:
+def get_default_config(name: str) -> QuantizationConfig:
+    """A fresh, editable copy of preset ``name`` (``"XINT8"``, ``"A8W8"``, ``"BF16"``, ``"BFP16"``, ...)."""
+    return QuantizationConfig(**copy.deepcopy(PRESETS[preset_name(name)].fields))
+
+
+def matching_preset(qc: QuantizationConfig) -> str | None:
     """The preset this config is exactly (unmodified), or None."""
     for name in PRESETS:
         if get_default_config(name) == qc:
@@ -336,7 +368,7 @@ _BFP_PRIME = {11: "MX4", 13: "MX6", 16: "MX9"}
 
 
 def _opt(extra: dict[str, Any], key: str) -> Any:
-    return extra.get(key, EXTRA_OPTIONS[key].default)
+    return extra.get(key, default(key))
 
 
 def _format_for(type_name: str, extra: dict[str, Any]) -> tuple[str, tuple, str | None, int | None]:
@@ -393,7 +425,7 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
     """What a config means for the engine; raises on anything unknown or inconsistent."""
     if isinstance(qc, str):
         qc = get_default_config(qc)
-    preset = _matching_preset(qc.global_quant_config if isinstance(qc, Config) else qc)
+    preset = matching_preset(qc.global_quant_config if isinstance(qc, Config) else qc)
     if isinstance(qc, Config):
         qc = qc.global_quant_config
     extra = qc.extra_options
@@ -491,8 +523,6 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
 
 def _algorithms(qc: QuantizationConfig, extra: dict[str, Any]) -> dict[str, Any]:
     """The accuracy algorithms a config asks for, as :mod:`ryzen_nb.algorithms` options."""
-    from ryzen_nb.algorithms.options import CLEOptions, FineTuneOptions, MixedPrecisionOptions
-
     out: dict[str, Any] = {"bias_correction": bool(_opt(extra, "BiasCorrection"))}
     if qc.include_cle:
         out["cle"] = CLEOptions.from_quark(extra)

@@ -2,7 +2,8 @@
 
 * :class:`ConfigBuilder` — a quantization config from a preset and controls, validated live;
 * :class:`CalibrationWizard` — calibration and held-out data for a model, step by step;
-* :class:`ComparisonDashboard` — FP32 vs quantized (:func:`ryzen_nb.evaluation.compare`);
+* :class:`ComparisonDashboard` — FP32 vs quantized (:func:`ryzen_nb.compare`); :func:`dashboard`
+  makes one for a comparison: ``ryzen_nb.ui.dashboard(result)``;
 * :class:`PartitionView` — which operators the NPU runs, at which precision, and why not.
 
 Every widget reports the errors of its callbacks inside itself (``widget.errors``) and uses only
@@ -12,9 +13,10 @@ Imports are lazy: ``import ryzen_nb.ui`` does not load ipywidgets or plotly unti
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["CalibrationWizard", "ComparisonDashboard", "ConfigBuilder", "PartitionView"]
+__all__ = ["CalibrationWizard", "ComparisonDashboard", "ConfigBuilder", "PartitionView", "dashboard"]
 
 _WHERE = {
     "CalibrationWizard": "ryzen_nb.ui.wizard",
@@ -24,9 +26,14 @@ _WHERE = {
 }
 
 
+def dashboard(comparison: Any) -> Any:
+    """The interactive dashboard of a :func:`ryzen_nb.compare` result: tabs of tables and plotly
+    figures (overview, fidelity, latency, per-layer error, mixed precision, histograms, export)."""
+    return __getattr__("ComparisonDashboard")(comparison)
+
+
 def __getattr__(name: str) -> Any:
     if name in _WHERE:
-        import importlib
-
+        # the widget modules load ipywidgets/anywidget: imported when a widget is first used
         return getattr(importlib.import_module(_WHERE[name]), name)
     raise AttributeError(f"module 'ryzen_nb.ui' has no attribute {name!r}")

@@ -18,12 +18,25 @@ from typing import Any
 
 import ipywidgets as w
 
+from ryzen_nb.calibration.methods import METHODS
 from ryzen_nb.errors import RyzenNBError
+from ryzen_nb.graph.io import load_model
+from ryzen_nb.quantization.config import (
+    PRESETS,
+    QUANT_TYPE_FORMATS,
+    Config,
+    QuantizationConfig,
+    get_default_config,
+    matching_preset,
+    preset_name,
+    resolve,
+)
+from ryzen_nb.quantization.options import FINETUNE_ALGORITHM_DEFAULTS, default
 from ryzen_nb.ui._base import ErrorBox, esc, surfaces_errors
+from ryzen_nb.zoo.models import ZooModel
 
 __all__ = ["ConfigBuilder"]
 
-FT_DEFAULTS = {"adaround": (1000, 0.1), "adaquant": (1000, 1e-5)}  #: (iterations, learning rate), Quark's
 
 
 def _labelled() -> dict[str, Any]:
@@ -32,22 +45,15 @@ def _labelled() -> dict[str, Any]:
 
 
 def _type_names() -> list[str]:
-    from ryzen_nb.quantization.types import QUANT_TYPE_FORMATS
-
     return list(QUANT_TYPE_FORMATS) + ["QBFP", "QMX"]
 
 
 def _method_names() -> list[str]:
-    from ryzen_nb.calibration.methods import METHODS
-
     return list(METHODS)
 
 
 def _model_names(model: Any) -> tuple[list[str], list[str], list[str]]:
     """(node names, op types, activation tensor names) of a model given as a path, ModelProto or zoo model."""
-    from ryzen_nb.graph.io import load_model
-    from ryzen_nb.zoo.models import ZooModel
-
     m = load_model(model.path if isinstance(model, ZooModel) else model)
     inits = {t.name for t in m.graph.initializer}
     nodes = [n.name for n in m.graph.node if n.name]
@@ -61,8 +67,6 @@ class ConfigBuilder(w.VBox):
     """Build a :class:`~ryzen_nb.quantization.config.Config` with controls; ``.config`` returns it."""
 
     def __init__(self, model: Any = None, preset: str = "XINT8", **kwargs: Any) -> None:
-        from ryzen_nb.quantization.config import PRESETS, get_default_config
-
         self.errors = ErrorBox()
         self._syncing = False
         self._base = get_default_config(preset)
@@ -88,10 +92,11 @@ class ConfigBuilder(w.VBox):
         self.cle = w.Checkbox(description="cross-layer equalization (CLE)", **_labelled())
         self.bias_correction = w.Checkbox(description="bias correction", **_labelled())
         self.fast_ft = w.Checkbox(description="fine-tune (AdaRound / AdaQuant)", **_labelled())
-        self.ft_algorithm = w.Dropdown(options=["adaround", "adaquant"], description="algorithm")
-        self.ft_iterations = w.BoundedIntText(value=1000, min=1, max=1_000_000, description="iterations")
-        self.ft_learning_rate = w.BoundedFloatText(value=0.1, min=1e-9, max=10.0, step=1e-5, description="learning rate")
-        self.ft_batch_size = w.BoundedIntText(value=1, min=1, max=4096, description="batch size")
+        # values come from the config in _show(), defaults from the options schema
+        self.ft_algorithm = w.Dropdown(options=list(FINETUNE_ALGORITHM_DEFAULTS), description="algorithm")
+        self.ft_iterations = w.BoundedIntText(min=1, max=1_000_000, description="iterations")
+        self.ft_learning_rate = w.BoundedFloatText(min=1e-9, max=10.0, step=1e-5, description="learning rate")
+        self.ft_batch_size = w.BoundedIntText(min=1, max=4096, description="batch size")
         self.ft_box = w.VBox([w.HBox([self.ft_algorithm, self.ft_iterations]),
                               w.HBox([self.ft_learning_rate, self.ft_batch_size])])
         accuracy = w.VBox([w.HBox([self.cle, self.bias_correction]), self.fast_ft, self.ft_box])
@@ -141,8 +146,6 @@ class ConfigBuilder(w.VBox):
     @property
     def config(self) -> Any:
         """A new :class:`Config` with what the controls say (raises if it is not valid)."""
-        from ryzen_nb.quantization.config import Config, resolve
-
         config = Config(self._quantization_config())
         resolve(config)
         return config
@@ -150,15 +153,11 @@ class ConfigBuilder(w.VBox):
     @property
     def code(self) -> str:
         """Python that builds the same config."""
-        from ryzen_nb.quantization.config import Config
-
         return Config(self._quantization_config()).to_python()
 
     @property
     def problems(self) -> list[str]:
         """What is wrong with the current settings (empty when the config is valid)."""
-        from ryzen_nb.quantization.config import Config, resolve
-
         qc = self._quantization_config()
         found = []
         try:
@@ -179,8 +178,6 @@ class ConfigBuilder(w.VBox):
 
     def load(self, config: Any) -> None:
         """Show ``config`` (a Config, QuantizationConfig or preset name) in the controls."""
-        from ryzen_nb.quantization.config import Config, QuantizationConfig, _matching_preset, get_default_config
-
         if isinstance(config, str):
             qc = get_default_config(config)
         elif isinstance(config, Config):
@@ -191,7 +188,7 @@ class ConfigBuilder(w.VBox):
             raise TypeError(f"load() takes a Config, a QuantizationConfig or a preset name; got {type(config).__name__}.")
         self._base = qc
         self._mixed = {k: list(v) for k, v in (qc.extra_options.get("MixedPrecisionTensor") or {}).items()}
-        match = _matching_preset(qc)
+        match = matching_preset(qc)
         if match is not None:
             self._syncing = True
             try:
@@ -208,11 +205,7 @@ class ConfigBuilder(w.VBox):
     @staticmethod
     def _preset_key(name: str) -> str:
         """The preset's name as the table spells it (names are case-insensitive, aliases allowed)."""
-        from ryzen_nb.quantization.config import _PRESET_ALIASES, PRESETS, get_default_config
-
-        get_default_config(name)  # raises UnknownNameError for a wrong name, naming the closest
-        key = _PRESET_ALIASES.get(str(name).upper(), str(name).upper())
-        return next(p for p in PRESETS if p.upper() == key)
+        return preset_name(name)
 
     def _show(self, qc: Any) -> None:
         """Set every control from ``qc`` without triggering a rebuild per control."""
@@ -223,18 +216,19 @@ class ConfigBuilder(w.VBox):
             self.weight_type.value = self._option(self.weight_type, qc.weight_type)
             self.calibrate_method.value = self._option(self.calibrate_method, qc.calibrate_method)
             self.per_channel.value = bool(qc.per_channel)
-            self.activation_symmetric.value = bool(extra.get("ActivationSymmetric", False))
-            self.weight_symmetric.value = bool(extra.get("WeightSymmetric", True))
+            self.activation_symmetric.value = bool(extra.get("ActivationSymmetric", default("ActivationSymmetric")))
+            self.weight_symmetric.value = bool(extra.get("WeightSymmetric", default("WeightSymmetric")))
             self.cle.value = bool(qc.include_cle)
-            self.bias_correction.value = bool(extra.get("BiasCorrection", False))
+            self.bias_correction.value = bool(extra.get("BiasCorrection", default("BiasCorrection")))
             self.fast_ft.value = bool(qc.include_fast_ft)
             ft = extra.get("FastFinetune") or {}
-            algorithm = str(ft.get("OptimAlgorithm", "adaround")).lower()
-            self.ft_algorithm.value = algorithm if algorithm in FT_DEFAULTS else "adaround"
-            iterations, rate = FT_DEFAULTS[self.ft_algorithm.value]
-            self.ft_iterations.value = int(ft.get("NumIterations", iterations))
-            self.ft_learning_rate.value = float(ft.get("LearningRate", rate))
-            self.ft_batch_size.value = int(ft.get("BatchSize", 1))
+            first = default("OptimAlgorithm", "FastFinetune")
+            algorithm = str(ft.get("OptimAlgorithm", first)).lower()
+            self.ft_algorithm.value = algorithm if algorithm in FINETUNE_ALGORITHM_DEFAULTS else first
+            own = FINETUNE_ALGORITHM_DEFAULTS[self.ft_algorithm.value]
+            self.ft_iterations.value = int(ft.get("NumIterations", own["NumIterations"]))
+            self.ft_learning_rate.value = float(ft.get("LearningRate", own["LearningRate"]))
+            self.ft_batch_size.value = int(ft.get("BatchSize", default("BatchSize", "FastFinetune")))
             self.exclude_op_types.options = sorted(set(self.op_types) | set(qc.op_types_to_exclude))
             self.exclude_op_types.value = tuple(qc.op_types_to_exclude)
             self.exclude_nodes.options = list(dict.fromkeys(list(qc.nodes_to_exclude) + self._filtered_nodes()))
@@ -311,8 +305,8 @@ class ConfigBuilder(w.VBox):
     def _algorithm_changed(self, change: dict) -> None:
         if self._syncing:
             return
-        iterations, rate = FT_DEFAULTS[change["new"]]
-        self.ft_learning_rate.value = rate  # AdaQuant's rate is 10^4 smaller than AdaRound's
+        # AdaQuant's rate is 10^4 smaller than AdaRound's
+        self.ft_learning_rate.value = FINETUNE_ALGORITHM_DEFAULTS[change["new"]]["LearningRate"]
         self._refresh()
 
     @surfaces_errors("node filter")

@@ -3,7 +3,7 @@ tabs of tables and plotly figures.
 
 >>> from ryzen_nb.evaluation import compare
 >>> result = compare("model.onnx", {"XINT8": "model_xint8.onnx"}, images, labels=labels)   # doctest: +SKIP
->>> ComparisonDashboard(result)            # or result.dashboard()                         # doctest: +SKIP
+>>> ComparisonDashboard(result)            # or ryzen_nb.ui.dashboard(result)                         # doctest: +SKIP
 
 Tabs: Overview (the table, the task metric, sizes), Fidelity, Latency (CPU measured, NPU
 estimated per target), Per-layer error, Mixed precision (when a variant has a sensitivity table),
@@ -17,8 +17,8 @@ from typing import Any
 
 import ipywidgets as w
 
+from ryzen_nb.evaluation.report import comparison_figures, histogram_figure
 from ryzen_nb.ui._base import ErrorBox, esc, surfaces_errors, table_html
-from ryzen_nb.ui.figures import comparison_figures, histogram_figure
 
 __all__ = ["ComparisonDashboard"]
 

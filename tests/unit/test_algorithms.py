@@ -337,8 +337,8 @@ def test_algorithm_options_are_checked() -> None:
 
 
 def test_algorithms_from_an_algorithm_list(separable) -> None:
-    from ryzen_nb import ModelQuantizer, QConfig, QLayerConfig
-    from ryzen_nb.quantization.qconfig import (
+    from ryzen_nb.quark import ModelQuantizer, QConfig, QLayerConfig
+    from ryzen_nb.quark.qconfig import (
         AdaQuantConfig,
         AdaRoundConfig,
         BiasCorrectionConfig,
@@ -366,7 +366,7 @@ def test_algorithms_from_an_algorithm_list(separable) -> None:
                                algo_config=[AdaRoundConfig(), AdaQuantConfig()]))
     with pytest.raises(UnknownNameError, match="num_iterations"):
         AdaRoundConfig(num_iteration=5)
-    from ryzen_nb.quantization.qconfig import AutoMixprecisionConfig
+    from ryzen_nb.quark.qconfig import AutoMixprecisionConfig
 
     amp = QConfig(QLayerConfig(input_tensors=Int16Spec(), weight=Int8Spec()),
                   algo_config=[AutoMixprecisionConfig(target_layer_config=QLayerConfig(input_tensors=Int8Spec(),

@@ -49,8 +49,8 @@ def test_quark_style_editing_and_enums() -> None:
     assert qc.activation_type == "QUInt8" and qc.calibrate_method == "Percentile"
     s = resolve(Config(global_quant_config=qc))
     assert s.activation.format == "uint8" and s.method_options["percentile"] == 99.99 and s.exclude_nodes == ["fc"]
-    qc2 = QuantizationConfig(calibrate_method=ryzen_nb.PowerOfTwoMethod.MinMSE,
-                             activation_type=ryzen_nb.QuantType.QUInt8, weight_type=ryzen_nb.QuantType.QInt8,
+    qc2 = QuantizationConfig(calibrate_method=ryzen_nb.quark.PowerOfTwoMethod.MinMSE,
+                             activation_type=ryzen_nb.quark.QuantType.QUInt8, weight_type=ryzen_nb.quark.QuantType.QInt8,
                              enable_npu_cnn=True,
                              extra_options={"ActivationSymmetric": True, "ForceQuantizeNoInputCheck": True})
     assert resolve(qc2).preset == "XINT8"  # written out by hand, it is still the XINT8 preset
@@ -107,8 +107,8 @@ def test_custom_config_renders_without_preset() -> None:
 
 
 def test_quark_new_api_qconfig() -> None:
-    from ryzen_nb import ModelQuantizer, QConfig, QLayerConfig
-    from ryzen_nb.quantization.qconfig import (
+    from ryzen_nb.quark import ModelQuantizer, QConfig, QLayerConfig
+    from ryzen_nb.quark.qconfig import (
         A8W8_QCONFIG,
         XINT8_QCONFIG,
         AdaRoundConfig,

@@ -10,8 +10,9 @@ import pytest
 from onnx import numpy_helper
 
 import ryzen_nb
-from ryzen_nb import Config, ModelQuantizer, get_default_config, quantize
+from ryzen_nb import Config, get_default_config, quantize
 from ryzen_nb.errors import CalibrationDataError, ConfigError, ModelError, ModelNotFoundError
+from ryzen_nb.quark import ModelQuantizer
 from ryzen_nb.testing import random_images, resnet_cnn
 from tests.helpers import run, session
 
@@ -120,7 +121,7 @@ def test_no_calibration_needed_for_float_and_block_formats(small) -> None:
 def test_float_quantizers_deferred_past_value_selection_give_the_same_numbers(small, monkeypatch, preset) -> None:
     """bf16/fp16/fp8 rounding commutes with Relu, MaxPool and data movement: quantizing after them
     only must change nothing but the operator count. (MXFP8 is a block format: nothing deferred.)"""
-    from ryzen_nb.quantization import engine
+    from ryzen_nb.quantization import plan as engine
     from ryzen_nb.testing import bert_encoder, random_tokens
 
     encoder = bert_encoder(0, layers=1, hidden=32, heads=2, seq_len=8)
@@ -287,7 +288,7 @@ def test_load_check_covers_function_bodies_and_the_graph(monkeypatch) -> None:
     from onnx import TensorProto, helper
 
     from ryzen_nb.graph.builder import make_model
-    from ryzen_nb.quantization import quantizer
+    from ryzen_nb.quantization import run as quantizer
 
     monkeypatch.setattr(quantizer, "_CHECKED_FUNCTIONS", set())
 

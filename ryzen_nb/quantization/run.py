@@ -1,9 +1,16 @@
-"""The quantizer's public entry points: :func:`quantize` and Quark's ``ModelQuantizer`` shape.
+"""One quantization, stage by stage: :class:`QuantizationRun` and its :class:`QuantizationSummary`.
 
->>> import ryzen_nb                                                        # doctest: +SKIP
->>> summary = ryzen_nb.quantize("model.onnx", "model_xint8.onnx", "XINT8", calibration_images_folder)
->>> summary                                                                # doctest: +SKIP
-<QuantizationSummary XINT8: 57 tensors (uint8 32, int8 25), 100 samples in 3.1 s, 97.5 MB -> 24.5 MB>
+The stages, in the order :func:`ryzen_nb.quantize` (:mod:`ryzen_nb.pipeline`) runs them::
+
+    run = QuantizationRun.prepare(model, "XINT8", images)   # load, check the data, prepare the graph
+    ...                                                     # (cross-layer equalization changes weights here)
+    run.start()                                             # DPU rewrites, plan, calibrate, parameters
+    ...                                                     # (mixed precision, AdaRound/AdaQuant, bias correction)
+    summary = run.finish("model_xint8.onnx")                # emit, check it loads, write atomically
+
+The accuracy algorithms of :mod:`ryzen_nb.algorithms` work between the stages on the run's
+prepared float model, plan, calibration statistics and data; :meth:`QuantizationRun.emit` gives
+the quantized model of the current state at any point.
 """
 
 from __future__ import annotations
@@ -19,18 +26,22 @@ import numpy as np
 import onnx
 
 from ryzen_nb import formats
-from ryzen_nb.calibration.readers import make_reader
+from ryzen_nb.calibration.methods import get_method
+from ryzen_nb.calibration.readers import RandomReader, make_reader
 from ryzen_nb.calibration.runner import collect_statistics
 from ryzen_nb.calibration.validation import check_feed
 from ryzen_nb.errors import CalibrationDataError, ConfigError
 from ryzen_nb.graph.builder import make_model
 from ryzen_nb.graph.io import ModelLike, load_model, model_path_of, save_model
-from ryzen_nb.graph.prepare import ort_session, prepare
+from ryzen_nb.graph.prepare import constants_to_initializers, input_specs, ort_session, prepare
 from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config, resolve
-from ryzen_nb.quantization.engine import assign_parameters, emit, make_plan, metadata_for
+from ryzen_nb.quantization.emit import emit, metadata_for
+from ryzen_nb.quantization.parameters import assign_parameters
+from ryzen_nb.quantization.plan import QuantPlan, make_plan
 from ryzen_nb.quantization.settings import Settings
+from ryzen_nb.quantization.xint8 import apply_dpu_rewrites, refine
 
-__all__ = ["quantize", "ModelQuantizer", "QuantizationRun", "QuantizationSummary"]
+__all__ = ["QuantizationRun", "QuantizationSummary", "as_settings"]
 
 log = logging.getLogger(__name__)
 
@@ -106,19 +117,21 @@ def _mb(n: float) -> str:
     return f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
 
 
-def _as_settings(config: Any) -> tuple[Settings, Config]:
-    from ryzen_nb.quantization.qconfig import QConfig
-
-    if isinstance(config, QConfig):
-        config = Config(config.to_legacy())
+def as_settings(config: Any) -> tuple[Settings, Config]:
+    """The engine's :class:`Settings` and the full :class:`Config` for a preset name, a
+    :class:`QuantizationConfig`, a :class:`Config`, or an object that converts itself to a
+    QuantizationConfig with ``to_legacy()`` (Quark's ``QConfig``, :mod:`ryzen_nb.quark`); anything
+    else is an error naming them."""
+    if callable(getattr(config, "to_legacy", None)):  # the compat layer's QConfig, without importing it
+        config = config.to_legacy()
     if isinstance(config, str):
         config = Config(get_default_config(config))
     elif isinstance(config, QuantizationConfig):
         config = Config(config)
     if not isinstance(config, Config):
         raise ConfigError(
-            f"config must be a preset name (e.g. 'XINT8'), a QuantizationConfig, a Config or a QConfig; got "
-            f"{type(config).__name__}."
+            f"config must be a preset name (e.g. 'XINT8'), a QuantizationConfig, a Config or a QConfig "
+            f"(ryzen_nb.quark); got {type(config).__name__}."
         )
     return resolve(config), config
 
@@ -136,37 +149,6 @@ def _weight_bits(model: onnx.ModelProto, plan_formats: dict[str, str] | None) ->
     return total
 
 
-def quantize(
-    model: ModelLike,
-    output_path: str | Path | None,
-    config: Any = "XINT8",
-    calibration_data: Any = None,
-    *,
-    input_shapes: dict[str, Any] | None = None,
-    limit: int | None = None,
-    progress: bool = True,
-) -> QuantizationSummary:
-    """Quantize ``model`` with ``config`` (a preset name, QuantizationConfig or Config) and write it
-    to ``output_path`` (atomically; ``None`` keeps it in memory: ``summary.model``).
-
-    ``calibration_data`` is anything :func:`ryzen_nb.calibration.make_reader` accepts (array, list
-    of feeds, folder, reader, iterable); integer formats need it, bf16/BFP/MX formats do not.
-    ``limit`` caps the calibration samples. The config's accuracy algorithms run in Quark's order:
-    cross-layer equalization before calibration; mixed precision, AdaRound/AdaQuant and bias
-    correction after it (:mod:`ryzen_nb.algorithms`). Returns a :class:`QuantizationSummary`.
-    """
-    run = QuantizationRun.start(model, config, calibration_data, input_shapes=input_shapes, limit=limit,
-                                progress=progress)
-    if output_path is not None and run.source is not None:
-        from ryzen_nb.graph.io import same_file
-
-        if Path(output_path).expanduser().resolve() == run.source.expanduser().resolve() or \
-                same_file(Path(output_path), run.source):
-            raise ConfigError(f"The output path is the input model {str(run.source)!r}; choose another output path.")
-    run.apply_algorithms()
-    return run.finish(output_path)
-
-
 @dataclass
 class QuantizationRun:
     """One quantization, stage by stage, so the accuracy algorithms can work between the stages:
@@ -176,7 +158,7 @@ class QuantizationRun:
     settings: Settings
     config: Config
     prepared: Any  #: ryzen_nb.graph.prepare.PreparedModel
-    plan: Any  #: ryzen_nb.quantization.engine.QuantPlan
+    plan: QuantPlan | None
     calibration: Any
     reader: Any
     source: Path | None
@@ -186,23 +168,20 @@ class QuantizationRun:
     reports: dict[str, Any] = field(default_factory=dict)  #: what each algorithm did (CLE, fine-tuning, ...)
 
     @classmethod
-    def start(cls, model: ModelLike, config: Any, calibration_data: Any = None, *,
-              input_shapes: dict[str, Any] | None = None, limit: int | None = None, progress: bool = True) -> QuantizationRun:
-        """Prepare, equalize (CLE), plan, calibrate and assign parameters."""
-        start = time.perf_counter()
-        settings, full_config = _as_settings(config)
+    def prepare(cls, model: ModelLike, config: Any, calibration_data: Any = None, *,
+                input_shapes: dict[str, Any] | None = None, limit: int | None = None,
+                progress: bool = True) -> QuantizationRun:
+        """Load ``model``, read the first calibration sample and check it, prepare the graph
+        (:func:`ryzen_nb.graph.prepare.prepare`). No plan yet: :meth:`start` makes it."""
+        start_time = time.perf_counter()
+        settings, full_config = as_settings(config)
         source = model_path_of(model)
         float_model = load_model(model)
-        reader = None
-        first = None
-        from ryzen_nb.graph.prepare import input_specs
-
         specs = input_specs(float_model)
         if calibration_data is None and settings.random_data:
-            from ryzen_nb.calibration.readers import RandomReader
-
             log.warning("calibrating on random data (UseRandomData): ranges will not reflect real inputs")
             calibration_data = RandomReader(specs, settings.random_shapes, settings.random_range)
+        reader = first = None
         if calibration_data is not None:
             reader = make_reader(
                 calibration_data,
@@ -217,29 +196,18 @@ class QuantizationRun:
             check_feed(first, specs, 0)  # a bad first sample is a data problem, reported as one
         prepared = prepare(float_model, input_shapes=input_shapes, sample=first, optimize=settings.optimize,
                            matmul_add_to_gemm=settings.simplify)
-        notes: list[str] = []
-        reports: dict[str, Any] = {}
-        if settings.cle is not None:
-            from ryzen_nb.algorithms.cle import cross_layer_equalize
+        return cls(settings, full_config, prepared, None, None, reader, source, progress, start_time)
 
-            o = settings.cle
-            prepared.model, report = cross_layer_equalize(
-                prepared.model, steps=o.steps, balance_method=o.balance_method, weight_threshold=o.weight_threshold,
-                scale_append_bias=o.scale_append_bias, scale_use_threshold=o.scale_use_threshold,
-                total_layer_diff_threshold=o.total_layer_diff_threshold, replace_clip6=o.replace_clip6,
-                exclude=settings.exclude_nodes)
-            reports["cle"] = report
-            notes.append(f"cross-layer equalization: {len(report.pairs)} layer pair(s), {report.sweeps} sweep(s)")
+    def start(self) -> None:
+        """Apply the XINT8 DPU rewrites the config asks for, then plan, calibrate and assign
+        parameters (:meth:`make_plan`)."""
+        settings = self.settings
         if settings.dpu_rewrites:
-            from ryzen_nb.quantization.xint8 import apply_dpu_rewrites
-
-            rewrite_notes, keep_float, fold = apply_dpu_rewrites(prepared.model, settings.dpu_rewrites)
+            rewrite_notes, keep_float, fold = apply_dpu_rewrites(self.prepared.model, settings.dpu_rewrites)
             settings.keep_float |= keep_float
             settings.fold_tensors |= fold
-            notes.extend(rewrite_notes)
-        run = cls(settings, full_config, prepared, None, None, reader, source, progress, start, notes, reports)
-        run.plan = run.make_plan()
-        return run
+            self.notes.extend(rewrite_notes)
+        self.plan = self.make_plan()
 
     # -- plans -------------------------------------------------------------------------------------------
     def make_plan(self, tensor_formats: dict[str, str] | None = None,
@@ -257,8 +225,6 @@ class QuantizationRun:
         self._calibrate(plan)
         assign_parameters(self.prepared.model, plan, self.calibration, settings)
         if settings.npu_legality:
-            from ryzen_nb.quantization.xint8 import refine
-
             plan.notes.extend(refine(self.prepared.model, plan, settings))
         return plan
 
@@ -275,8 +241,6 @@ class QuantizationRun:
                 "data: pass calibration_data (an array, a folder of images or .npy files, or a reader), or, for a "
                 "quick test only, set extra_options['UseRandomData'] = True."
             )
-        from ryzen_nb.calibration.methods import get_method
-
         hist = {name: get_method(t.settings.method).needs_histogram or t.settings.power_of_two for name, t in missing.items()}
         result = collect_statistics(self.prepared, self.reader, hist, moving_average=self.settings.moving_average,
                                     progress=self.progress)
@@ -303,28 +267,9 @@ class QuantizationRun:
 
     def emit(self, plan: Any = None, metadata: dict[str, str] | None = None) -> onnx.ModelProto:
         """The quantized model for the current weights (constants as initializers; not yet checked)."""
-        from ryzen_nb.graph.prepare import _constants_to_initializers
-
         model = emit(self.prepared.model, plan or self.plan, self.settings, metadata or {})
-        _constants_to_initializers(model)
+        constants_to_initializers(model)
         return model
-
-    # -- algorithms after calibration ----------------------------------------------------------------------
-    def apply_algorithms(self) -> None:
-        """Mixed precision, then AdaRound/AdaQuant, then bias correction — as the config asks."""
-        s = self.settings
-        if s.mixed_precision is not None:
-            from ryzen_nb.algorithms.mixed_precision import apply_mixed_precision
-
-            self.reports["mixed_precision"] = apply_mixed_precision(self, s.mixed_precision)
-        if s.finetune is not None:
-            from ryzen_nb.algorithms.finetune import fast_finetune
-
-            self.reports["finetune"] = fast_finetune(self, s.finetune)
-        if s.bias_correction:
-            from ryzen_nb.algorithms.bias_correction import bias_correction
-
-            self.reports["bias_correction"] = bias_correction(self)
 
     def finish(self, output_path: str | Path | None = None) -> QuantizationSummary:
         settings, plan, calibration = self.settings, self.plan, self.calibration
@@ -362,9 +307,7 @@ class QuantizationRun:
 def _finish(model: onnx.ModelProto) -> onnx.ModelProto:
     """Constants as initializers, shape inference for readers and viewers, and a load check:
     never write a model ORT rejects."""
-    from ryzen_nb.graph.prepare import _constants_to_initializers
-
-    _constants_to_initializers(model)  # Q/DQ scales and zero points, as every QDQ tool writes them
+    constants_to_initializers(model)  # Q/DQ scales and zero points, as every QDQ tool writes them
     try:
         model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
     except Exception as exc:  # best effort; the load check below is what matters
@@ -413,44 +356,3 @@ def _load_check(model: onnx.ModelProto) -> None:
     ort_session(stubbed)
     for body in bodies:
         ort_session(body)
-
-
-class ModelQuantizer:
-    """Quark's call shape: ``ModelQuantizer(config).quantize_model(input, output, reader)``."""
-
-    def __init__(self, config: Any) -> None:
-        self.settings, self.config = _as_settings(config)
-
-    def quantize_model(
-        self,
-        model_input: ModelLike,
-        model_output: str | Path | None = None,
-        calibration_data_reader: Any = None,
-        calibration_data_path: str | Path | None = None,
-        algorithms: Any = None,
-        **kwargs: Any,
-    ) -> onnx.ModelProto:
-        """Quantize and write ``model_output`` (if given); return the quantized ModelProto.
-        ``algorithms`` (CLEConfig(), AdaRoundConfig(...), ...) add accuracy algorithms to this run.
-
-        As in Quark, ``calibration_data_path`` is a folder of .npy files (or one sub-folder of them
-        per input) used when no reader is given. Unlike Quark, which logs a data/model mismatch and
-        returns None without writing anything, a mismatch here raises an error naming the input
-        and the fix. The run's :class:`QuantizationSummary` is kept in ``self.summary``.
-        """
-        config = self.config
-        if algorithms:  # Quark's legacy call shape: the algorithm list applies to this run only
-            import copy
-
-            from ryzen_nb.quantization.qconfig import apply_algorithms
-
-            config = copy.deepcopy(self.config)
-            apply_algorithms(config.global_quant_config, list(algorithms))
-        data = calibration_data_reader if calibration_data_reader is not None else calibration_data_path
-        if calibration_data_reader is not None and calibration_data_path is not None:
-            log.warning("both a calibration reader and a calibration path were given; using the reader (as Quark)")
-        self.summary = quantize(model_input, model_output, config, data, **kwargs)
-        if self.config.global_quant_config.print_summary:
-            log.info("%r", self.summary)
-        assert self.summary.model is not None
-        return self.summary.model

@@ -6,7 +6,7 @@ A ``QConfig`` means exactly what Quark's ``_map_q_config`` makes of it (``/work/
 
     from quark.onnx import ModelQuantizer, QConfig, QLayerConfig, Int8Spec
 becomes
-    from ryzen_nb import ModelQuantizer, QConfig, QLayerConfig, Int8Spec
+    from ryzen_nb.quark import ModelQuantizer, QConfig, QLayerConfig, Int8Spec
 
 Note two differences from the legacy presets that Quark has too: ``XINT8_QCONFIG`` quantizes
 activations as int8 (the legacy ``XINT8`` uses uint8 with zero point 128), and ``Int8Spec``
@@ -22,6 +22,7 @@ from typing import Any
 
 from ryzen_nb.errors import ConfigError, UnknownNameError
 from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config
+from ryzen_nb.quantization.options import FINETUNE_ALGORITHM_DEFAULTS
 
 __all__ = [
     "CalibMethod", "ScaleType", "QuantGranularity", "DataType", "QTensorConfig", "QLayerConfig", "QConfig",
@@ -217,14 +218,17 @@ class AdaRoundConfig(_FastFinetuneConfig):
     passed on, not dropped."""
 
     ALGORITHM = "adaround"
-    DEFAULTS = {"num_iterations": 1000, "learning_rate": 0.1}
+    DEFAULTS = {"num_iterations": FINETUNE_ALGORITHM_DEFAULTS["adaround"]["NumIterations"],
+                "learning_rate": FINETUNE_ALGORITHM_DEFAULTS["adaround"]["LearningRate"]}
 
 
 class AdaQuantConfig(_FastFinetuneConfig):
     """AdaQuant: weights trained through their quantizer — any weight format, BF16 included."""
 
     ALGORITHM = "adaquant"
-    DEFAULTS = {"num_iterations": 3000, "learning_rate": 1e-5, "update_bias": False}
+    #: Quark's AdaQuantConfig passes update_bias=False, unlike its FastFinetune dict's default (True)
+    DEFAULTS = {"num_iterations": FINETUNE_ALGORITHM_DEFAULTS["adaquant"]["NumIterations"],
+                "learning_rate": FINETUNE_ALGORITHM_DEFAULTS["adaquant"]["LearningRate"], "update_bias": False}
 
 
 class AutoMixprecisionConfig(AlgoConfig):

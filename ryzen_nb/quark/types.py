@@ -18,7 +18,6 @@ __all__ = [
     "QuantFormat",
     "ExtendedQuantFormat",
     "VitisQuantFormat",
-    "QUANT_TYPE_FORMATS",
 ]
 
 
@@ -48,23 +47,6 @@ class QuantType(_StrEnum):
 
 ExtendedQuantType = QuantType
 VitisQuantType = QuantType
-
-#: QuantType -> ryzen-nb format name (QBFP/QMX resolve through their attributes)
-QUANT_TYPE_FORMATS = {
-    "QInt4": "int4",
-    "QUInt4": "uint4",
-    "QInt8": "int8",
-    "QUInt8": "uint8",
-    "QInt16": "int16",
-    "QUInt16": "uint16",
-    "QInt32": "int32",
-    "QUInt32": "uint32",
-    "QFloat16": "float16",
-    "QBFloat16": "bfloat16",
-    "QFLOAT8E4M3FN": "float8_e4m3fn",
-    "QFLOAT8E5M2": "float8_e5m2",
-}
-
 
 class CalibrationMethod(_StrEnum):
     """Float-scale calibration methods (onnxruntime names)."""

@@ -1,5 +1,6 @@
 """The plotly figures of a :class:`~ryzen_nb.evaluation.compare.Comparison`, shared by the inline
-dashboard and the static HTML export (plotly only: no widgets, so they also work outside Jupyter).
+dashboard (:func:`ryzen_nb.ui.dashboard`) and the static HTML report (plotly only: no widgets, so
+they also work outside Jupyter). plotly is imported when a figure is made, not with ryzen-nb.
 
 >>> figs = comparison_figures(result)        # {"task": Figure, "fidelity": ..., "latency": ..., ...}
 >>> histogram_figure(result, "conv1_output", "XINT8")                                  # doctest: +SKIP
@@ -11,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ryzen_nb.ui._base import esc, table_html
+from ryzen_nb._html import esc, table_html
 
 __all__ = ["comparison_figures", "comparison_html", "histogram_figure"]
 

@@ -1,0 +1,234 @@
+"""Step 3 of the quantizer: the QDQ graph of a plan with parameters.
+
+Each quantized activation gets its format's lowering right after its producer, and its quantized
+consumers read the result (the others keep reading the float value); weights are stored quantized
+(integer codes + DequantizeLinear, bf16/fp16 + Cast) or, for block formats, as their quantized float
+values. Float formats may be wrapped in one model-local function node per tensor.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from ryzen_nb._version import __version__
+from ryzen_nb.errors import ConfigError
+from ryzen_nb.formats.integer import IntegerFormat
+from ryzen_nb.graph.builder import OPSET, RYZEN_NB_DOMAIN, RYZEN_NB_DOMAIN_VERSION, GraphBuilder
+from ryzen_nb.graph.index import ModelIndex
+from ryzen_nb.quantization.plan import QuantPlan, TensorPlan
+from ryzen_nb.quantization.settings import Settings
+
+__all__ = ["emit", "lowering_args", "metadata_for"]
+
+
+def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: dict[str, str]) -> onnx.ModelProto:
+    graph = model.graph
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    g = out.graph
+    inits = {t.name: t for t in g.initializer}
+    graph_outputs = {o.name for o in g.output}
+    qnodes = set(plan.nodes)
+    index = ModelIndex(model, infer=False)  # the prepared model carries its inferred shapes
+    consumers = index.consumer_indices
+    producers = {o: index.index_of(n) for o, n in index.producer.items()}
+    shapes = {name: tuple(dims) for name, dims in index.static_shapes.items()}
+    ranks = {name: len(dims) for name, dims in index.shapes.items()}
+    b = GraphBuilder()
+    inserted_after: dict[int, list[onnx.NodeProto]] = defaultdict(list)  # producer index -> chain nodes
+    head: list[onnx.NodeProto] = []  # chains on graph inputs and initializers
+    new_inits: list[onnx.TensorProto] = []
+    drop_inits: set[str] = set()
+    rename_input: dict[tuple[int, str], str] = {}
+    rename_output: dict[tuple[int, str], str] = {}
+    graph_output_sources: dict[str, str] = {}
+
+    for name, t in plan.tensors.items():
+        fmt = t.fmt()
+        start = len(b.nodes)
+        if t.role == "activation":
+            source = name
+            result = f"{name}_{fmt.name}_qdq"
+            if name in graph_outputs and name in producers:
+                # keep the graph output's name on the quantized value
+                source = f"{name}_float"
+                rename_output[(producers[name], name)] = source
+                graph_output_sources[name] = source
+                result = name
+            y = _lower(b, fmt, source, shapes.get(name), ranks.get(name, 4), lowering_args(t, fmt), settings)
+            _rename_last_output(b.nodes[start:], y, result)
+            chain = b.nodes[start:]
+            if name in producers:
+                inserted_after[producers[name]].extend(chain)
+            else:
+                head.extend(chain)
+            dual = plan.duals.get(name)
+            if dual is not None:  # a second quantizer after the first, for the consumers in its precision
+                start = len(b.nodes)
+                dual_fmt = dual.fmt()
+                y2 = _lower(b, dual_fmt, result, shapes.get(name), ranks.get(name, 4), lowering_args(dual, dual_fmt), settings)
+                if isinstance(fmt, IntegerFormat):  # the second quantizer reads a DequantizeLinear
+                    _shield_from_dq_propagation(b, b.nodes[start:], result)
+                _rename_last_output(b.nodes[start:], y2, f"{name}_{dual_fmt.name}_dual_qdq")
+                (inserted_after[producers[name]] if name in producers else head).extend(b.nodes[start:])
+            for c in consumers.get(name, []):
+                # quantized consumers read the quantized value, the others the float one
+                if dual is not None and c in dual.consumers:
+                    rename_input[(c, name)] = f"{name}_{dual.fmt().name}_dual_qdq"
+                elif c in qnodes:
+                    rename_input[(c, name)] = result
+                elif source != name:
+                    rename_input[(c, name)] = source
+        else:
+            values = numpy_helper.to_array(inits[name])
+            stored, chain_out = _store_constant(b, name, values, t, fmt, settings)
+            new_inits.extend(stored)
+            head.extend(b.nodes[start:])
+            for c in consumers.get(name, []):
+                if c in qnodes:
+                    rename_input[(c, name)] = chain_out
+            if all(c in qnodes for c in consumers.get(name, [])) and name not in graph_outputs:
+                drop_inits.add(name)
+
+    nodes: list[onnx.NodeProto] = list(head)
+    for i, node in enumerate(graph.node):
+        n = onnx.NodeProto()
+        n.CopyFrom(node)
+        for k, name in enumerate(n.input):
+            if (i, name) in rename_input:
+                n.input[k] = rename_input[(i, name)]
+        for k, name in enumerate(n.output):
+            if (i, name) in rename_output:
+                n.output[k] = rename_output[(i, name)]
+        nodes.append(n)
+        nodes.extend(inserted_after.get(i, []))
+    del g.node[:]
+    g.node.extend(nodes)
+    kept = [t for t in g.initializer if t.name not in drop_inits]
+    del g.initializer[:]
+    g.initializer.extend(kept + new_inits)
+    del g.value_info[:]  # stale; shape inference fills it again
+
+    if b.functions:
+        out.functions.extend(b.functions.values())
+        if not any(o.domain == RYZEN_NB_DOMAIN for o in out.opset_import):
+            out.opset_import.append(helper.make_opsetid(RYZEN_NB_DOMAIN, RYZEN_NB_DOMAIN_VERSION))
+    for o in out.opset_import:
+        if o.domain in ("", "ai.onnx") and o.version < OPSET:
+            raise ConfigError(f"internal: the prepared model should be at opset {OPSET}")
+    del out.metadata_props[:]
+    for key, value in {**{p.key: p.value for p in model.metadata_props}, **metadata}.items():
+        out.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))
+    return out
+
+
+def lowering_args(t: TensorPlan, fmt) -> dict[str, Any]:
+    """The arguments the written quantizer of ``t`` gets (the algorithms fake-quantize with the same)."""
+    kw: dict[str, Any] = {"rounding": t.settings.rounding}
+    if fmt.info.axis_role == "block":
+        kw["axis"] = t.axis
+    if t.params is not None:
+        kw["scale"] = t.params.scale
+        if isinstance(fmt, IntegerFormat):
+            kw["zero_point"] = t.params.zero_point
+        if np.ndim(t.params.scale):
+            kw["axis"] = t.axis
+    return kw
+
+
+def _rename_last_output(chain: list[onnx.NodeProto], old: str, new: str) -> None:
+    for node in reversed(chain):
+        for k, name in enumerate(node.output):
+            if name == old:
+                node.output[k] = new
+                return
+    raise AssertionError(f"lowering output {old} not found")
+
+
+def _shield_from_dq_propagation(b: GraphBuilder, chain: list[onnx.NodeProto], x: str) -> None:
+    """Make the function calls in ``chain`` that read ``x`` (a DequantizeLinear output) start with a
+    one-input ``Max`` — the identity, which onnxruntime neither removes nor propagates Q/DQ through.
+
+    onnxruntime's QDQPropagationTransformer (1.32, every optimization level from basic) moves a
+    DequantizeLinear with one reader forward through Reshape/Transpose/Slice...; inside the inlined
+    body of a block format's quantizer (BFP16, MX: Reshape into blocks, which an ``If`` then reads from
+    its subgraphs) it fails a C++ assertion on a node's input list and aborts the process. A second
+    (dual) quantizer after an integer one is the only place ryzen-nb writes a DequantizeLinear
+    straight into such a function.
+    """
+    for node in chain:
+        key = (node.domain, node.op_type)
+        if x not in node.input or key not in b.functions:
+            continue
+        f = b.functions[key]
+        shielded = onnx.FunctionProto()
+        shielded.CopyFrom(f)
+        shielded.name = f"{f.name}_after_dq"
+        inner = f"{f.input[0]}_max"
+        for n in shielded.node:
+            n.input[:] = [inner if i == f.input[0] else i for i in n.input]
+        barrier = helper.make_node("Max", [f.input[0]], [inner], name=inner)
+        shielded.node.insert(0, barrier)
+        b.add_function(shielded)
+        node.op_type = shielded.name
+
+
+def _lower(b: GraphBuilder, fmt, x: str, shape, rank: int, kw: dict[str, Any], settings: Settings) -> str:
+    """The format's lowering of tensor ``x``; float formats may be wrapped in one function node."""
+    if fmt.info.family == "float" and settings.float_lowering == "function" and kw.get("scale") is None:
+        fb = GraphBuilder()
+        fb.op("Identity", fmt.lower(fb, "x", shape=None, rank=rank, **kw), outputs=["y"])
+        doc = f"{fmt.info.description}: the standard-op twin of Quark's ExtendedQuantizeLinear/DequantizeLinear"
+        return b.call(fb.to_function(f"{fmt.name}QuantizeDequantize", ["x"], ["y"], doc=doc), x)
+    return fmt.lower(b, x, shape=shape, rank=rank, **kw)
+
+
+def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPlan, fmt, settings: Settings):
+    """Initializers holding a constant in its format, and the nodes that turn it back into float."""
+    if isinstance(fmt, IntegerFormat) and t.params is not None:
+        kw = {"scale": t.params.scale, "zero_point": t.params.zero_point, "rounding": t.settings.rounding}
+        if np.ndim(t.params.scale):
+            kw["axis"] = t.axis
+        q = fmt.quantize(values, **kw)
+        codes = numpy_helper.from_array(q.codes, f"{name}_quantized")
+        scale = numpy_helper.from_array(np.asarray(t.params.scale, np.float32), f"{name}_scale")
+        zp = numpy_helper.from_array(np.asarray(t.params.zero_point).astype(fmt.storage_dtype), f"{name}_zero_point")
+        attrs = {"axis": t.axis} if np.ndim(t.params.scale) else {}
+        out = f"{name}_DequantizeLinear_Output"
+        b.nodes.append(helper.make_node("DequantizeLinear", [codes.name, scale.name, zp.name], [out],
+                                        name=f"{name}_DequantizeLinear", **attrs))
+        return [codes, scale, zp], out
+    if fmt.info.family == "float" and t.params is None and settings.float_weight_storage == "qdq":
+        original = numpy_helper.from_array(values.astype(np.float32), f"{name}_float")
+        return [original], _lower(b, fmt, original.name, values.shape, values.ndim, {"rounding": t.settings.rounding},
+                                  settings)
+    if fmt.info.family == "float" and t.params is None and settings.float_weight_storage == "native":
+        q = fmt.quantize(values)
+        codes = numpy_helper.from_array(q.codes, f"{name}_{fmt.name}")
+        out = f"{name}_Cast_Output"
+        b.nodes.append(helper.make_node("Cast", [codes.name], [out], name=f"{name}_Cast", to=onnx.TensorProto.FLOAT))
+        return [codes], out
+    kw = {"rounding": t.settings.rounding}
+    if fmt.info.axis_role is not None:
+        kw["axis"] = t.axis if values.ndim > 1 else 0
+    if t.params is not None:
+        kw["scale"] = t.params.scale
+    quantized = fmt.quantize_dequantize(values, **kw).astype(np.float32)
+    tensor = numpy_helper.from_array(quantized, f"{name}_{fmt.name}")
+    return [tensor], tensor.name
+
+
+def metadata_for(plan: QuantPlan, extra: dict[str, Any]) -> dict[str, str]:
+    data = {
+        "ryzen_nb.version": __version__,
+        "ryzen_nb.formats": json.dumps(plan.formats_by_tensor(), sort_keys=True),
+    }
+    for key, value in extra.items():
+        data[f"ryzen_nb.{key}"] = value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+    return data
