@@ -1,4 +1,5 @@
-"""Calibration: data readers, feed checks, streaming statistics and the range/scale methods."""
+"""Calibration: data readers, feed checks, data recipes (source -> preprocessing -> reader, see
+:mod:`ryzen_nb.calibration.recipe`), streaming statistics and the range/scale methods."""
 
 from ryzen_nb.calibration.methods import METHODS, CalibrationMethod, QuantParams, get_method, pow2_scale_for_values
 from ryzen_nb.calibration.readers import (
@@ -9,6 +10,7 @@ from ryzen_nb.calibration.readers import (
     NpyFolderReader,
     make_reader,
 )
+from ryzen_nb.calibration.recipe import ImageOptions, ModelTarget, PreparedData, Recipe, TextOptions
 from ryzen_nb.calibration.runner import CalibrationResult, collect_statistics
 from ryzen_nb.calibration.stats import TensorStats
 from ryzen_nb.calibration.validation import check_feed
@@ -20,10 +22,15 @@ __all__ = [
     "CalibrationReader",
     "CalibrationResult",
     "ImageFolderReader",
+    "ImageOptions",
     "IterableReader",
+    "ModelTarget",
     "NpyFolderReader",
+    "PreparedData",
     "QuantParams",
+    "Recipe",
     "TensorStats",
+    "TextOptions",
     "check_feed",
     "collect_statistics",
     "get_method",

@@ -3,6 +3,8 @@
 Every test sets the widgets' values the way a click would (traitlets fire the same callbacks)
 and checks what the wizard gives: the reader, the held-out evaluation split, the problems and
 errors it shows, and the generated code, which is exec'd and must rebuild the same arrays.
+The data logic itself (ryzen_nb.calibration.recipe) is tested without widgets in
+tests/unit/test_calibration_recipe.py.
 """
 
 from __future__ import annotations
@@ -17,10 +19,11 @@ import pytest
 import ryzen_nb
 from ryzen_nb import zoo
 from ryzen_nb.calibration.readers import CalibrationReader
+from ryzen_nb.calibration.recipe import ImageOptions, Recipe, mapping_rows, split_indices
 from ryzen_nb.errors import CalibrationDataError
 from ryzen_nb.graph.prepare import input_specs, ort_session
 from ryzen_nb.testing import resnet_cnn
-from ryzen_nb.ui.wizard import CalibrationWizard, ModelTarget, Recipe, build_data, mapping_rows, split_indices
+from ryzen_nb.ui.wizard import CalibrationWizard
 
 Image = pytest.importorskip("PIL.Image")
 
@@ -135,17 +138,32 @@ def test_zoo_data_with_a_model_of_your_own_goes_in_as_is(cnn_path: Path) -> None
     assert "astype(np.float32)" in wizard.problems[0] and "19 more calibration" in wizard.problems[0]
     assert wizard.thumbnails_html.value.count("<img") == 8  # the raw digits, stretched to be visible
     namespace = run_code(wizard)
-    assert_same_feeds(namespace["calibration_feeds"], wizard.data.calibration)
-    assert_same_feeds(namespace["evaluation_feeds"], wizard.data.evaluation)
+    assert_same_feeds(namespace["calibration_feeds"], wizard.data.calibration_feeds)
+    assert_same_feeds(namespace["evaluation_feeds"], wizard.data.evaluation_feeds)
 
 
-def test_the_data_logic_works_without_the_widget() -> None:
-    target = ModelTarget.resolve("resnet_digits")
-    data = build_data(Recipe(source="zoo", dataset="digits", calibration_size=10, evaluation_size=5), target)
-    assert len(data.calibration) == 10 and len(data.evaluation) == 5 and data.problems == []
-    assert data.calibration_megabytes == pytest.approx(10 * 64 * 4 / 1e6)
-    with pytest.raises(CalibrationDataError, match="No folder yet"):
-        build_data(Recipe(source="images"), target)
+# -- the wizard edits a Recipe ----------------------------------------------------------------------------
+
+
+def test_the_wizard_gives_what_its_recipe_builds(cnn_path: Path, image_folder: Path) -> None:
+    wizard = CalibrationWizard(cnn_path)
+    recipe = Recipe(source="images", folder=str(image_folder), image=ImageOptions(size=(16, 16), normalize="unit"),
+                    calibration_size=5, evaluation_size=3, seed=7)
+    wizard.recipe = recipe  # sets every control, then rebuilds once
+    assert wizard.recipe == recipe
+    assert (wizard.source.value, wizard.normalize.value, wizard.seed.value) == ("images", "unit", 7)
+    assert wizard.problems == [] and wizard.code == recipe.to_python(cnn_path)
+    data = recipe.build(cnn_path)  # the same recipe in a script, without the widget
+    assert_same_feeds(list(wizard.reader()), list(data.reader()))
+    assert_same_feeds(wizard.evaluation()[0], data.evaluation()[0])
+
+    # a control changed by hand shows in the recipe
+    wizard.calibration_size.value = 4
+    assert wizard.recipe.calibration_size == 4 and len(wizard.reader()) == 4
+
+    wizard.recipe = Recipe(source="zoo", dataset="no_such_data")
+    assert "Unknown zoo data set 'no_such_data'" in str(wizard.errors.last_error)
+    assert wizard.recipe.calibration_size == 4  # refused as a whole: no control changed
 
 
 # -- an image folder ---------------------------------------------------------------------------------------
@@ -224,7 +242,7 @@ def test_npy_folder_with_a_wrong_shape_is_reported_with_the_fix(cnn_path: Path, 
     assert wizard.problems, "the shape mismatch must be reported"
     assert "Add the batch dimension with x[None]" in wizard.problems[0]
     assert wizard.problems[0].startswith("Calibration sample 0, input 'input': rank 3")
-    rows = mapping_rows(input_specs(onnx.load(str(cnn_path))), wizard.data.calibration[0])
+    rows = mapping_rows(input_specs(onnx.load(str(cnn_path))), wizard.data.calibration_feeds[0])
     assert rows[0].given == "float32 [3, 16, 16]" and "x[None]" in rows[0].problem
     # the table shows it in red, with the fix, before anything runs
     assert "#b00020" in wizard.mapping_html.value and "x[None]" in wizard.mapping_html.value
