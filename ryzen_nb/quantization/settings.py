@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ryzen_nb.quantization.options import CLEOptions, FineTuneOptions, MixedPrecisionOptions, default
+
 __all__ = ["TensorSettings", "Settings"]
 
 
@@ -41,19 +43,19 @@ class Settings:
     input_nodes: list[str] = field(default_factory=list)  #: quantize only downstream of these nodes
     output_nodes: list[str] = field(default_factory=list)  #: ... and upstream of these
     exclude_subgraphs: list[tuple[list[str], list[str]]] = field(default_factory=list)  #: (starts, ends)
-    fold_activations: bool = False  #: no QDQ between Conv/Gemm and a following Relu/Clip/LeakyRelu
+    fold_activations: bool = default("FoldRelu")  #: no QDQ between Conv/Gemm and a following Relu/Clip/LeakyRelu
     share_data_movement: bool = True  #: data-movement outputs (Reshape, Transpose...) reuse their input's scale
-    align_slice: bool = True  #: ... Slice too (Quark AlignSlice)
-    align_pad: bool = True  #: ... Pad too (AlignPad)
-    align_pool: bool = True  #: ... MaxPool too (AlignPool)
-    align_concat: bool = True  #: Concat inputs and output share one scale
+    align_slice: bool = default("AlignSlice")  #: ... Slice too (Quark AlignSlice)
+    align_pad: bool = default("AlignPad")  #: ... Pad too (AlignPad)
+    align_pool: bool = default("AlignPool")  #: ... MaxPool too (AlignPool)
+    align_concat: bool = default("AlignConcat")  #: Concat inputs and output share one scale
     keep_float: set[str] = field(default_factory=set)  #: constants never quantized (DPU correction factors)
     fold_tensors: set[str] = field(default_factory=set)  #: tensors never quantized (inside a fused NPU op)
     npu_legality: bool = False  #: XINT8 shift-range refinements (NPU_SPEC §4.1.4)
     dpu_rewrites: dict[str, bool] = field(default_factory=dict)  #: NPU_SPEC §4.1.5 rewrites to apply
     tensor_formats: dict[str, str] = field(default_factory=dict)  #: tensor name -> format (mixed precision)
     method_options: dict[str, Any] = field(default_factory=dict)  #: percentile, num_bins, ...
-    calibration_limit: int | None = None  #: samples (Quark CalibDataSize)
+    calibration_limit: int | None = default("CalibDataSize")  #: samples (Quark CalibDataSize)
     #: float formats (bf16, fp16, fp8): "function" — one ryzen_nb:<format>QuantizeDequantize node per
     #: tensor, the standard-op twin of Quark's custom Q/DQ; "cast" — visible Cast pairs (BF16QDQToCast)
     float_lowering: str = "function"
@@ -61,18 +63,18 @@ class Settings:
     #: "float" (float32 values already on the format's grid: EnableVaimlBF16), or "qdq" (the float32
     #: weight plus a quantizer node, as Quark's custom-QDQ float models)
     float_weight_storage: str = "qdq"
-    random_data: bool = False  #: calibrate on random data (Quark UseRandomData) when none is given
+    random_data: bool = default("UseRandomData")  #: calibrate on random data (Quark UseRandomData) when none is given
     random_shapes: dict[str, Any] = field(default_factory=dict)
     random_range: Any = None
     moving_average: float | None = None
     preset: str | None = None
     optimize: bool = True  #: constant folding while preparing (optimize_model)
-    simplify: bool = True  #: MatMul + bias Add -> Gemm while preparing (SimplifyModel)
+    simplify: bool = default("SimplifyModel")  #: MatMul + bias Add -> Gemm while preparing (SimplifyModel)
     #: tensor -> (format, consumer node names): a second quantizer, after the tensor's own, that those
     #: consumers read (DualQuantNodes on mixed-precision boundaries)
     dual_formats: dict[str, tuple[str, tuple[str, ...]]] = field(default_factory=dict)
     # -- accuracy algorithms (ryzen_nb.algorithms); None / False: off ------------------------------------------
-    cle: Any = None  #: CLEOptions
-    finetune: Any = None  #: FineTuneOptions (AdaRound / AdaQuant)
-    bias_correction: bool = False
-    mixed_precision: Any = None  #: MixedPrecisionOptions
+    cle: CLEOptions | None = None
+    finetune: FineTuneOptions | None = None  #: AdaRound / AdaQuant
+    bias_correction: bool = default("BiasCorrection")
+    mixed_precision: MixedPrecisionOptions | None = None
