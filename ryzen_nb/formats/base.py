@@ -58,7 +58,7 @@ class FormatInfo:
     roundings: tuple[Rounding, ...] = (Rounding.HALF_EVEN,)
     default_rounding: Rounding = Rounding.HALF_EVEN
     lowering: str = ""  #: the ONNX operators the lowering uses
-    spec: str = ""  #: where the semantics are defined (NPU_SPEC section)
+    spec: str = ""  #: where the semantics are defined (a docs/ page and section)
 
     def as_dict(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)

@@ -1,4 +1,5 @@
-"""AMD block floating point: BFP16 (NPU_SPEC §4.5) and the microexponent formats MX4/MX6/MX9 (§4.7).
+"""AMD block floating point: BFP16 (docs/npu-numerics.md#bfp16) and the microexponent formats MX4/MX6/MX9
+(docs/npu-numerics.md#microexponent-formats-mx4-mx6-mx9).
 
 BFP16 (Quark ``to_bfp``): blocks of 8 share the largest biased float32 exponent E of the block
 (Inf/NaN count as 0 and pass through unchanged); each element keeps sign + 7 bits:
@@ -74,7 +75,7 @@ class BFPFormat(BlockFormat):
             roundings=tuple(Rounding),
             default_rounding=Rounding.HALF_EVEN,  # Quark's BFP16 preset: rounding_mode 2
             lowering="ONNX function ryzen_nb:BFP16QuantizeDequantize (Abs, ReduceMax, Log, Gather, Div, Round, Clip, Mul, Where)",
-            spec="NPU_SPEC §4.5",
+            spec="docs/npu-numerics.md#bfp16",
         )
 
     def _encode_blocks(self, xb, rounding):
@@ -163,7 +164,7 @@ class MicroexponentFormat(BlockFormat):
             roundings=tuple(Rounding),
             default_rounding=Rounding.HALF_EVEN,  # Quark's MX4/6/9 presets: rounding_mode 2
             lowering=f"ONNX function ryzen_nb:{self.label}QuantizeDequantize",
-            spec="NPU_SPEC §4.7",
+            spec="docs/npu-numerics.md#microexponent-formats-mx4-mx6-mx9",
         )
 
     def _encode_blocks(self, xb, rounding):

@@ -1,7 +1,7 @@
 """Element types: how one value is rounded inside a float format or an MX block.
 
 The IEEE-like types (bfloat16, float16) overflow to Inf; the narrow ones (float8/6/4) saturate to
-their largest normal, as ONNX ``Cast(saturate=1)`` and the OCP MX spec (§4.6) do. NaN stays NaN.
+their largest normal, as ONNX ``Cast(saturate=1)`` and the OCP MX spec (docs/npu-numerics.md#ocp-mx-formats) do. NaN stays NaN.
 
 Numerics: ties-to-even rounding is ml_dtypes' cast. Other ties rules (MX elements, where Quark and
 microxcaling differ from the OCP spec) use the *binade* rule: the grid step of a value is

@@ -1,6 +1,6 @@
 """Float formats: bfloat16, float16, float8 E4M3FN and E5M2 — an element type used on its own.
 
-Rounding is to nearest, ties to even (the NPU's bf16 conversion, NPU_SPEC §4.4 A14; ONNX Cast).
+Rounding is to nearest, ties to even (the NPU's bf16 conversion, docs/npu-numerics.md#bf16, A14; ONNX Cast).
 bfloat16/float16 keep Inf and NaN and overflow to Inf; float8 saturates (overflow and Inf become
 ±max, NaN stays NaN) like ONNX ``Cast(saturate=1)``. An optional scale (per tensor or per channel)
 divides before the cast and multiplies after, as Quark's ExtendedQuantizeLinear does for bf16.
@@ -47,7 +47,7 @@ class FloatFormat(NumericFormat):
             axis_role="channel",  # only used when an optional per-channel scale is given
             roundings=(Rounding.HALF_EVEN,),
             lowering="Cast, Cast" + (" (saturate=1)" if e.saturating else ""),
-            spec="NPU_SPEC §4.4 (BF16)" if e.name == "bfloat16" else "ONNX Cast; OCP FP8",
+            spec="docs/npu-numerics.md#bf16" if e.name == "bfloat16" else "ONNX Cast; OCP FP8",
         )
 
     def _check_scale(self, x, axis, scale, zero_point, lowering):

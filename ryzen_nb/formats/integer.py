@@ -1,7 +1,7 @@
 """Integer formats int4/uint4 ... int32/uint32: ``q = saturate(round(x / scale) + zero_point)``.
 
 Scales are per tensor (a scalar) or per channel (1-D along ``axis``), float or power of two
-(``scale = 2**-pos``, XINT8, NPU_SPEC §4.1.1). The ONNX lowering is a QuantizeLinear /
+(``scale = 2**-pos``, XINT8, docs/npu-numerics.md#xint8-definition). The ONNX lowering is a QuantizeLinear /
 DequantizeLinear pair wherever ONNX can express the format (4, 8 and 16 bits, ties to even);
 other rounding rules use an explicit Div/Round/Clip chain ending in the same DequantizeLinear.
 32-bit formats are computed in float64 because float32 cannot hold every int32.
@@ -95,7 +95,7 @@ class IntegerFormat(NumericFormat):
                 if self._native_qdq
                 else "Cast to float64, Div, Round, Clip, Sub, Mul, Cast"
             ),
-            spec="NPU_SPEC §4.1 (XINT8), §4.2 (A8W8/A16W8)",
+            spec="docs/npu-numerics.md#xint8, docs/npu-numerics.md#a8w8-and-a16w8",
         )
 
     # -- scales -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""OCP Microscaling (MX v1.0) formats: MXINT8, MXFP8 E4M3/E5M2, MXFP6 E3M2/E2M3, MXFP4 E2M1 (NPU_SPEC §4.6).
+"""OCP Microscaling (MX v1.0) formats: MXINT8, MXFP8 E4M3/E5M2, MXFP6 E3M2/E2M3, MXFP4 E2M1 (docs/npu-numerics.md#ocp-mx-formats).
 
 Blocks of 32 share an E8M0 scale ``X = 2**(floor(log2 max|V|) - emax_elem)`` (exponent clamped
 to [-127, 127]); each element is ``quantize(V / X)`` in the element type, saturating, rounded to
@@ -55,7 +55,7 @@ class MXFormat(BlockFormat):
             roundings=tuple(Rounding),
             default_rounding=Rounding.HALF_EVEN,
             lowering=f"ONNX function ryzen_nb:{self.label}QuantizeDequantize",
-            spec="NPU_SPEC §4.6",
+            spec="docs/npu-numerics.md#ocp-mx-formats",
         )
 
     def _encode_blocks(self, xb, rounding):

@@ -1,6 +1,6 @@
 """Rounding of a value to an integer, the one place where implementations of a format differ.
 
-Three ties rules matter for Ryzen AI (NPU_SPEC §4.0):
+Three ties rules matter for Ryzen AI (docs/npu-numerics.md#rounding-and-saturation):
 
 =============  ===================  ===============================  =========================
 ``Rounding``   XIR / VART name      AIE API mode                     Quark ``rounding_mode``

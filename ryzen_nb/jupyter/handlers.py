@@ -13,6 +13,7 @@ from jupyter_server.utils import url_path_join
 
 from ryzen_nb.errors import RyzenNBError
 from ryzen_nb.jupyter import service
+from ryzen_nb.spec.targets import DEFAULT_TARGET
 
 __all__ = ["setup_handlers"]
 
@@ -56,12 +57,19 @@ class CopyTutorialHandler(_Handler):
         self.answer(lambda: service.copy_tutorial(name, self.root, str(self.body().get("directory", ""))))
 
 
+class FactsHandler(_Handler):
+    @tornado.web.authenticated
+    def get(self) -> None:
+        self.answer(service.facts)
+
+
 class OnnxHandler(_Handler):
     @tornado.web.authenticated
     def get(self) -> None:
         path = self.get_query_argument("path", "")
-        target = self.get_query_argument("target", "STX")
-        precision = self.get_query_argument("precision", "as-is")
+        # without a choice (the viewer's first request) the server's defaults: the front end names none
+        target = self.get_query_argument("target", DEFAULT_TARGET)
+        precision = self.get_query_argument("precision", service.AS_IS)
         self.answer(lambda: service.onnx_summary(self.root, path, target, precision))
 
 
@@ -76,6 +84,7 @@ def setup_handlers(web_app: Any) -> None:
     web_app.add_handlers(".*$", [
         (url_path_join(base, "tutorials"), TutorialsHandler),
         (url_path_join(base, "tutorials", "([^/]+)", "copy"), CopyTutorialHandler),
+        (url_path_join(base, "facts"), FactsHandler),
         (url_path_join(base, "onnx"), OnnxHandler),
         (url_path_join(base, "quantize-notebook"), QuantizeNotebookHandler),
     ])

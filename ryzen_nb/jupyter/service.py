@@ -1,7 +1,8 @@
 """What the JupyterLab extension's endpoints do, as plain functions (the handlers only translate
 HTTP): list and copy the tutorials, summarise an ONNX file with its NPU partition, write a
-"quantize this model" notebook. Every path a caller gives is relative to the server's root folder
-and must stay inside it.
+"quantize this model" notebook, and hand the front end the NPU facts (precisions with their labels
+and colours, devices, targets: :func:`ryzen_nb.spec.facts`) so it types none of them. Every path a
+caller gives is relative to the server's root folder and must stay inside it.
 """
 
 from __future__ import annotations
@@ -18,14 +19,23 @@ from typing import Any
 import numpy as np
 import onnx
 
-from ryzen_nb.errors import RyzenNBError
+from ryzen_nb import npu, spec
+from ryzen_nb.errors import RyzenNBError, closest_first
+from ryzen_nb.graph.io import write_atomic
+from ryzen_nb.pipeline import quantize
+from ryzen_nb.quantization import get_default_config
+from ryzen_nb.spec.targets import DEFAULT_TARGET
 
-__all__ = ["ServiceError", "Tutorial", "copy_tutorial", "onnx_summary", "quantize_notebook", "tutorials",
-           "PRECISIONS", "MAX_MODEL_MB"]
+__all__ = ["ServiceError", "Tutorial", "copy_tutorial", "facts", "onnx_summary", "quantize_notebook", "tutorials",
+           "AS_IS", "PRECISION_MENU", "MAX_MODEL_MB"]
 
-#: what the viewer's precision menu offers for an FP32 model (quantized in memory with random data:
-#: the partition depends on the operators and their precision, not on the values)
-PRECISIONS = ("as-is", "XINT8", "A8W8", "A16W8", "BF16")
+#: the viewer's precision menu entry that compiles the file as it is
+AS_IS = "as-is"
+#: the viewer's precision menu for an FP32 model: the file as it is, or quantized in memory with one
+#: of these presets (random calibration data: the partition depends on the operators and their
+#: precision, not on the values). An already quantized model offers only AS_IS. The one definition
+#: of the menu: the front end shows what the summary's "precisions" lists.
+PRECISION_MENU = (AS_IS, "XINT8", "A8W8", "A16W8", "BF16")
 #: larger files are refused: the server would hold them in memory to compile them
 MAX_MODEL_MB = 512
 _REPO_TUTORIALS = Path(__file__).resolve().parents[2] / "notebooks"
@@ -93,8 +103,6 @@ def copy_tutorial(name: str, root: Path, directory: str = "") -> dict[str, str]:
     Returns ``{"path": <relative path to open>, "status": "created" | "unchanged" | "kept-your-copy"}``."""
     by_name = {t.name: t for t in tutorials()}
     if name not in by_name:
-        from ryzen_nb.errors import closest_first
-
         raise ServiceError(f"There is no tutorial {name!r}; the tutorials are "
                            f"{', '.join(closest_first(name, list(by_name)))}.", 404)
     folder = _inside(root, directory, "folder")
@@ -107,11 +115,16 @@ def copy_tutorial(name: str, root: Path, directory: str = "") -> dict[str, str]:
         status = "unchanged" if hashlib.sha256(dest.read_bytes()).digest() == hashlib.sha256(original).digest() \
             else "kept-your-copy"
     else:
-        from ryzen_nb.graph.io import write_atomic
-
         write_atomic(dest, original)
         status = "created"
     return {"path": dest.relative_to(root.resolve()).as_posix(), "status": status}
+
+
+# -- NPU facts ----------------------------------------------------------------------------------------------
+def facts() -> dict[str, Any]:
+    """The NPU facts every view shows (:func:`ryzen_nb.spec.facts`): precisions with their labels,
+    colours and targets, the device colours, the targets with their labels, the default target."""
+    return spec.facts()
 
 
 # -- ONNX viewer --------------------------------------------------------------------------------------------
@@ -130,8 +143,10 @@ def _is_quantized(model: onnx.ModelProto) -> bool:
     return any(n.op_type in ("QuantizeLinear", "DequantizeLinear") or n.domain == "ryzen_nb" for n in model.graph.node)
 
 
-def onnx_summary(root: Path, path: str, target: str = "STX", precision: str = "as-is") -> dict[str, Any]:
-    """The file's summary and, for ``target`` and ``precision``, its NPU partition and latency estimate.
+def onnx_summary(root: Path, path: str, target: str = DEFAULT_TARGET, precision: str = AS_IS) -> dict[str, Any]:
+    """The file's summary and, for ``target`` and ``precision`` (an entry of the menu the answer's
+    ``precisions`` lists), its NPU partition and latency estimate. The front end labels and colours
+    them with :func:`facts`.
 
     A model with dynamic input dimensions gets its summary and, instead of a partition, the reason
     (``partition_error``): the NPU compiles static shapes only."""
@@ -160,8 +175,8 @@ def onnx_summary(root: Path, path: str, target: str = "STX", precision: str = "a
         "inputs": inputs, "outputs": _io(graph.output, set()),
         "operators": len(graph.node), "op_histogram": dict(ops.most_common()),
         "parameters": int(sum(int(np.prod(t.dims)) if t.dims else 1 for t in graph.initializer)),
-        "quantized": quantized, "precisions": ["as-is"] if quantized else list(PRECISIONS),
-        "targets": _targets(), "target": target, "precision": precision, "partition": None, "partition_error": None,
+        "quantized": quantized, "precisions": [AS_IS] if quantized else list(PRECISION_MENU),
+        "target": target, "precision": precision, "partition": None, "partition_error": None,
     }
     dynamic = [f"{i['name']} {i['shape']}" for i in inputs if any(not isinstance(d, int) or d <= 0 for d in i["shape"])]
     if dynamic:
@@ -179,33 +194,20 @@ def onnx_summary(root: Path, path: str, target: str = "STX", precision: str = "a
     return summary
 
 
-def _targets() -> list[dict[str, Any]]:
-    """The NPU targets the viewer offers, with the precisions each runs."""
-    from ryzen_nb.spec.targets import TARGETS
-
-    return [{"name": t.name, "label": t.label, "generation": t.generation, "precisions": list(t.precisions)}
-            for t in TARGETS.values()]
-
-
 def _partition(model: onnx.ModelProto, target: str, precision: str) -> dict[str, Any]:
-    from ryzen_nb import npu
-
-    if precision != "as-is":
-        import ryzen_nb
-        from ryzen_nb.quantization.config import get_default_config
-
+    if precision != AS_IS:
         qc = get_default_config(precision)
         qc.extra_options["UseRandomData"] = True
-        model = ryzen_nb.quantize(model, None, qc, limit=2, progress=False).model
+        model = quantize(model, None, qc, limit=2, progress=False).model
     program = npu.compile(model, target)
     estimate = npu.estimate_latency(program, target)
     nodes = [{"name": n.name, "op": n.op_type, "device": n.device, "precision": n.precision, "reason": n.reason,
               "subgraph": n.subgraph, "quantizer": bool(n.quantizer)} for n in program.nodes]
-    operators = [n for n in nodes if not n["quantizer"]]
     return {
         "target": program.target.name, "ep_log": program.ep_log(), "nodes": nodes,
-        "npu_operators": sum(n["device"] == "NPU" for n in operators),
-        "cpu_operators": sum(n["device"] == "CPU" for n in operators),
+        # counted as the EP log counts them (every node, quantizers included): NPUProgram.npu_share
+        "npu_operators": program.npu_operators, "cpu_operators": program.cpu_operators,
+        "npu_share": round(100.0 * program.npu_share, 2),  # percent with two decimals, as the EP log prints it
         "npu_subgraphs": len(program.subgraphs), "precisions": program.precisions,
         "cpu_reasons": json.loads(program.cpu_reasons().to_json(orient="records")),
         "latency_ms": round(estimate.total_ms, 4),
@@ -243,13 +245,11 @@ def quantize_notebook(root: Path, path: str) -> dict[str, str]:
         new_code_cell('builder = ConfigBuilder(MODEL, preset="XINT8")\nbuilder'),
         new_code_cell("wizard = CalibrationWizard(MODEL)\nwizard"),
         new_code_cell(f"summary = ryzen_nb.quantize(MODEL, {out}, builder.config, wizard.reader())\nsummary"),
-        new_code_cell('PartitionView(summary.output_path, target="STX")'),
+        new_code_cell(f'PartitionView(summary.output_path, target="{DEFAULT_TARGET}")'),
         new_code_cell('feeds, labels = wizard.evaluation()\nresult = compare(MODEL, {"quantized": summary}, feeds, '
-                      "labels=labels)\nresult.dashboard()"),
+                      "labels=labels)\nryzen_nb.ui.dashboard(result)"),
     ]
     notebook = new_notebook(cells=cells, metadata={"kernelspec": {"display_name": "Python 3", "language": "python",
                                                                   "name": "python3"}})
-    from ryzen_nb.graph.io import write_atomic
-
     write_atomic(dest, nbformat.writes(notebook))
     return {"path": dest.relative_to(root.resolve()).as_posix()}

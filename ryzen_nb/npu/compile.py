@@ -3,7 +3,12 @@
 >>> program = ryzen_nb.npu.compile("model_xint8.onnx", target="PHX")        # doctest: +SKIP
 >>> print(program.summary())                                                # doctest: +SKIP
 CPU 2, NPU 398 operators, 1 NPU subgraphs
+>>> program.npu_share                                                       # doctest: +SKIP
+0.995
 >>> program.write_report("vitisai_ep_report.json")                          # doctest: +SKIP
+
+:attr:`NPUProgram.npu_share` is *the* share of a model on the NPU: the EP log, the compile report,
+``ryzen-nb emulate``, the partition view, the JupyterLab viewer and ``compare()`` all read it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from ryzen_nb.errors import UnknownNameError
 from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.graph.io import ModelLike, write_atomic
 from ryzen_nb.npu.partition import NodeAssignment, PartitionOptions, partition
-from ryzen_nb.spec.targets import Target, get_target
+from ryzen_nb.spec.targets import DEFAULT_TARGET, Target, get_target
 
 __all__ = ["NPUProgram", "compile"]
 
@@ -49,6 +54,27 @@ class NPUProgram:
         return [n for n in self.nodes if n.device == "CPU"]
 
     @property
+    def npu_operators(self) -> int:
+        """Nodes on the NPU, counted as the Vitis AI EP's log counts them: quantizer nodes included."""
+        return len(self.npu_nodes)
+
+    @property
+    def cpu_operators(self) -> int:
+        """Nodes on the CPU, counted as the Vitis AI EP's log counts them: quantizer nodes included."""
+        return len(self.cpu_nodes)
+
+    @property
+    def npu_share(self) -> float:
+        """The share of the model on the NPU, from 0 to 1: NPU nodes over all nodes of the graph.
+
+        Counted as the Vitis AI EP's log counts operators (docs/npu-compilers.md#compile-report):
+        every node, QuantizeLinear/DequantizeLinear included, so it matches the percentage the EP
+        prints and ryzen-nb mirrors in :meth:`ep_log`. Every view of the share reads this property.
+        """
+        total = len(self.nodes)
+        return self.npu_operators / total if total else 0.0
+
+    @property
     def precisions(self) -> dict[str, int]:
         """NPU operators per precision (quantizer nodes excluded)."""
         return dict(Counter(n.precision for n in self.npu_nodes if not n.quantizer))
@@ -74,12 +100,11 @@ class NPUProgram:
     # -- what the EP prints ------------------------------------------------------------------------
     def summary(self) -> str:
         """One line: "CPU n, NPU m operators, k NPU subgraphs"."""
-        return f"CPU {len(self.cpu_nodes)}, NPU {len(self.npu_nodes)} operators, {len(self.subgraphs)} NPU subgraphs"
+        return f"CPU {self.cpu_operators}, NPU {self.npu_operators} operators, {len(self.subgraphs)} NPU subgraphs"
 
     def ep_log(self) -> str:
-        """The two lines the Vitis AI EP prints when it compiles a model (NPU_SPEC §2.3)."""
-        cpu, npu = len(self.cpu_nodes), len(self.npu_nodes)
-        pct = 100.0 * npu / max(cpu + npu, 1)
+        """The two lines the Vitis AI EP prints when it compiles a model (docs/npu-compilers.md#compile-report)."""
+        cpu, npu, pct = self.cpu_operators, self.npu_operators, 100.0 * self.npu_share
         k = len(self.subgraphs)
         return (f"[Vitis AI EP] No. of Operators :   CPU {cpu:>5}    NPU {npu:>5}  {pct:.2f}%\n"
                 f"[Vitis AI EP] No. of Subgraphs :   CPU {self.cpu_subgraph_count():>5}    NPU {k:>5} "
@@ -104,7 +129,9 @@ class NPUProgram:
 
     # -- vitisai_ep_report.json ----------------------------------------------------------------------
     def report(self) -> dict[str, Any]:
-        """The compile report in the ``vitisai_ep_report.json`` schema (VOE ``StatProto``, §2.3)."""
+        """The compile report in the ``vitisai_ep_report.json`` schema (VOE ``StatProto``,
+        docs/npu-compilers.md#compile-report), plus a ``ryzen_nb`` section: the target, the compilers
+        used, the NPU operators per precision and :attr:`npu_share`."""
         def op_name(n: NodeAssignment) -> str:
             return f"{n.domain}::{n.op_type}"
 
@@ -128,7 +155,9 @@ class NPUProgram:
             "subgraphStat": [{"device": "CPU", "count": self.cpu_subgraph_count()},
                              {"device": "NPU", "count": len(self.subgraphs)}],
             "ryzen_nb": {"target": self.target.name, "compilers": self.compilers, "precisions": self.precisions,
-                         "note": "estimated by ryzen-nb's emulator from the published rules (NPU_SPEC §2.4, A9)"},
+                         "npu_share": self.npu_share,
+                         "note": "estimated by ryzen-nb's emulator from the published rules "
+                                 "(docs/npu-operators.md#how-ryzen-nb-partitions, A9)"},
         }
 
     def write_report(self, path: str | Path) -> Path:
@@ -148,7 +177,7 @@ class NPUProgram:
                 f"<details><summary>CPU operators and why</summary>{body}</details></div>")
 
 
-def compile(model: ModelLike | ModelIndex, target: str | Target = "STX", **options: Any) -> NPUProgram:  # noqa: A001
+def compile(model: ModelLike | ModelIndex, target: str | Target = DEFAULT_TARGET, **options: Any) -> NPUProgram:  # noqa: A001
     """Partition ``model`` for ``target`` (PHX, HPT, STX, KRK, STXH); ``options`` are
     :class:`~ryzen_nb.npu.partition.PartitionOptions` fields (e.g. ``compiler="X1"``)."""
     t = get_target(target)

@@ -55,7 +55,8 @@ class TensorQuant:
 
     @property
     def xint8_zero_point(self) -> bool:
-        """int8 with zero point 0 or uint8 with zero point 128 (the X1 importer's rule, NPU_SPEC §2.4)."""
+        """int8 with zero point 0 or uint8 with zero point 128 (the X1 importer's rule,
+        docs/npu-operators.md#fallback-rules)."""
         zp = np.zeros(1) if self.zero_point is None else np.asarray(self.zero_point)
         if self.format == "int8":
             return bool(np.all(zp == 0))

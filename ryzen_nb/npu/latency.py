@@ -1,6 +1,6 @@
 """``ryzen_nb.npu.estimate_latency(model, target="STX")``: how long one inference would take.
 
-An *estimate* from a roofline model (NPU_SPEC §6.2), never a measurement. Per operator:
+An *estimate* from a roofline model (docs/npu-latency.md#the-model), never a measurement. Per operator:
 
 * on the NPU, ``max(compute, memory)``: compute = MACs / (tiles x MACs per cycle for the
   precision x clock x efficiency) for Conv/Gemm/MatMul, elements / (tiles x vector lanes x clock)
@@ -12,17 +12,21 @@ An *estimate* from a roofline model (NPU_SPEC §6.2), never a measurement. Per o
 
 Per NPU subgraph: one dispatch plus the transfers of its inputs and outputs; per CPU/NPU
 boundary: the CPU-side conversion of the tensor; per ``run()``: a fixed host overhead. Every
-figure that AMD does not publish is a field of :class:`LatencyAssumptions`, named after the spec's
-assumption register (§8), so a user can vary it::
+figure that AMD does not publish is a field of :class:`LatencyAssumptions`, named after the
+assumption register (docs/npu-assumptions.md), so a user can vary it::
 
     est = ryzen_nb.npu.estimate_latency("model_xint8.onnx", "STX")
     est.total_ms, est.per_op, est.per_partition
     ryzen_nb.npu.estimate_latency(model, "STX", assumptions=LatencyAssumptions(mac_efficiency=0.5))
 
 Calibration (A20): with the defaults, ResNet50 XINT8 on Strix (X2, 32 tiles) costs 1.11 ms of NPU
-work, dispatch and transfers, well below the published 3.6-3.8 ms per inference of Ryzen
-AI 1.6/1.7 (NPU_SPEC §6.3 shows the same gap); the difference is kept as an explicit per-run host
-term, ``host_ms``, instead of being hidden in the efficiency factors.
+work, dispatch and transfers, well below the 3.6-3.8 ms per inference the model is fitted to
+(docs/npu-latency.md#calibration-and-the-host-term; docs/npu-latency.md#sanity-check shows the same
+gap); the difference is kept as an explicit per-run host term, ``host_ms``, instead of being hidden
+in the efficiency factors.
+
+The MAC data type and the bytes per element of each precision come from
+:mod:`ryzen_nb.spec.precisions`, the MAC rates and clocks from the target.
 """
 
 from __future__ import annotations
@@ -37,24 +41,31 @@ from ryzen_nb.graph.attributes import attribute
 from ryzen_nb.graph.io import ModelLike
 from ryzen_nb.npu.compile import NPUProgram, compile
 from ryzen_nb.spec.operators import MAC_OPS
-from ryzen_nb.spec.targets import Target
+from ryzen_nb.spec.precisions import PRECISIONS, Precision
+from ryzen_nb.spec.targets import DEFAULT_TARGET, Target
 
 __all__ = ["LatencyAssumptions", "LatencyEstimate", "estimate_latency"]
 
 #: operators that only relabel memory: no time on either device
 FREE_OPS = {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Identity", "Shape", "Constant"}
 
-#: NPU data type of the multiply-accumulate per precision (NPU_SPEC §1.2, target ``macs_per_cycle`` keys)
-MAC_DTYPE = {"XINT8": "int8", "A8W8": "int8", "A16W8": "int16x8", "BF16": "bf16", "BFP16": "bfp16"}
-#: bytes per activation element in NPU memory, per precision (BFP16: 8 bits + an 8-bit exponent per 8)
-ACT_BYTES = {"XINT8": 1.0, "A8W8": 1.0, "A16W8": 2.0, "BF16": 2.0, "BFP16": 1.125}
-#: bytes per weight element, per precision (A16W8 weights are int8)
-WEIGHT_BYTES = {"XINT8": 1.0, "A8W8": 1.0, "A16W8": 1.0, "BF16": 2.0, "BFP16": 1.125, "FP32": 4.0}
+
+def _npu_format(precision: str) -> Precision:
+    """The precision record whose MAC data type and element sizes an NPU operator of ``precision``
+    uses: its own for the NPU's precisions, BF16's for what the NPU computes in bf16 (MX, FP32) and
+    for anything without NPU kernels (the partition never puts such an operator on the NPU)."""
+    record = PRECISIONS.get(precision)
+    if record is not None:
+        record = PRECISIONS[record.npu_precision]
+        if record.mac_dtype is not None:
+            return record
+    return PRECISIONS["BF16"]
 
 
 @dataclass(frozen=True)
 class LatencyAssumptions:
-    """The latency model's free parameters (NPU_SPEC §6.2, §8). Defaults are the spec's proposals."""
+    """The latency model's free parameters (docs/npu-latency.md#the-model, docs/npu-assumptions.md).
+    Defaults are the register's proposals."""
 
     #: A7: fraction of peak MAC rate reached by Conv/Gemm/MatMul kernels
     mac_efficiency: float = 0.35
@@ -69,7 +80,7 @@ class LatencyAssumptions:
     #: A19: Ryzen AI >= 1.6 transforms layouts on the NPU; False adds a CPU layout pass per boundary
     layout_on_npu: bool = True
     #: host CPU float32 MAC throughput (GMAC/s) for operators left on the CPU: ResNet50's 4.1 GMAC
-    #: in 10.70 ms on the CPU (NPU_SPEC §1.7, P6) = 383 GMAC/s
+    #: in 10.70 ms on the CPU (P6, docs/npu-hardware.md#published-model-figures) = 383 GMAC/s
     cpu_gmacs: float = 383.0
     #: host CPU bandwidth (GB/s) for other CPU operators (memory-bound passes; A19's figure)
     cpu_gbps: float = 10.0
@@ -94,7 +105,7 @@ class LatencyEstimate:
     def __repr__(self) -> str:
         parts = ", ".join(f"{k} {v:.3f}" for k, v in self.breakdown_ms.items() if v)
         return (f"<LatencyEstimate {self.target.name}: {self.total_ms:.3f} ms per inference (estimate: {parts} ms; "
-                f"roofline model of NPU_SPEC §6.2, assumptions in .assumptions)>")
+                f"roofline model of docs/npu-latency.md, assumptions in .assumptions)>")
 
     def summary(self) -> str:
         lines = [f"Estimated latency on {self.target.label} ({self.target.name}): {self.total_ms:.2f} ms per inference",
@@ -104,7 +115,7 @@ class LatencyEstimate:
         return "\n".join(lines)
 
 
-def estimate_latency(model: ModelLike | NPUProgram, target: str | Target = "STX", *,
+def estimate_latency(model: ModelLike | NPUProgram, target: str | Target = DEFAULT_TARGET, *,
                      assumptions: LatencyAssumptions | None = None, **compile_options: Any) -> LatencyEstimate:
     """Estimate one inference of ``model`` (a path, ModelProto, or a compiled :class:`NPUProgram`)."""
     import pandas as pd
@@ -131,7 +142,7 @@ def estimate_latency(model: ModelLike | NPUProgram, target: str | Target = "STX"
     # weight bytes per subgraph, to decide residency in the memory tiles
     resident: dict[int, bool] = {}
     for k in range(len(program.subgraphs)):
-        total = sum(_weight_elements(graph.node[n.index], inits, elements) * WEIGHT_BYTES.get(n.precision, 1.0)
+        total = sum(_weight_elements(graph.node[n.index], inits, elements) * _npu_format(n.precision).weight_bytes
                     for n in program.nodes if n.subgraph == k and not n.quantizer)
         resident[k] = total <= l2_bytes / 2  # the other half holds activation buffers
 
@@ -162,18 +173,19 @@ def estimate_latency(model: ModelLike | NPUProgram, target: str | Target = "STX"
         if precision == "BF16" and a.bf16_as_bfp16 and "bfp16" in t.macs_per_cycle:
             precision = "BFP16"
         tiles = t.tiles_for(n.precision)
-        act_bytes = ACT_BYTES.get(precision, 2.0)
+        fmt = _npu_format(precision)
+        act_bytes = fmt.act_bytes
         if n.op_type in MAC_OPS and macs:
             depthwise = n.op_type == "Conv" and attribute(node, "group", 1) > 1 and attribute(node, "group", 1) == _channels(node, shapes)
             eff = a.depthwise_efficiency if depthwise else a.mac_efficiency
-            rate = tiles * t.macs_per_cycle.get(MAC_DTYPE.get(precision, "bf16"), 0) * clock_hz * eff
+            rate = tiles * t.macs_per_cycle.get(fmt.mac_dtype, 0) * clock_hz * eff
             row["compute_us"] = macs / rate * 1e6 if rate else float("inf")
         else:
             lanes = a.vector_lanes_int8 / max(act_bytes, 1.0)
             row["compute_us"] = max(in_elems, out_elems) / (tiles * lanes * clock_hz) * 1e6
         ddr = 0.0
         if not resident.get(n.subgraph, False):
-            ddr += _weight_elements(node, inits, elements) * WEIGHT_BYTES.get(precision, 1.0)
+            ddr += _weight_elements(node, inits, elements) * fmt.weight_bytes
         if (in_elems + out_elems) * act_bytes > l2_bytes:
             ddr += (in_elems + out_elems) * act_bytes  # spilled to DDR and read back
         row["ddr_bytes"] = ddr
@@ -198,7 +210,7 @@ def estimate_latency(model: ModelLike | NPUProgram, target: str | Target = "STX"
         outs = {o for m in members for o in program.nodes[m].outputs
                 if o and (o in graph_outputs or any(c not in inside for c in consumers.get(o, [])))}
         precision = next((program.nodes[m].precision for m in members if not program.nodes[m].quantizer), "XINT8")
-        xfer_bytes = sum(elements(x) for x in ins | outs) * ACT_BYTES.get(precision, 1.0)
+        xfer_bytes = sum(elements(x) for x in ins | outs) * _npu_format(precision).act_bytes
         transfer_us = xfer_bytes / ddr_bps * 1e6
         layout_us = 0.0 if a.layout_on_npu else sum(elements(x) for x in ins | outs) * 4 / (a.boundary_gbps * 1e9) * 1e6
         ops_us = float(per_op.loc[per_op.subgraph == k, "time_us"].sum())

@@ -1,18 +1,21 @@
 """Which nodes the Vitis AI EP would put on the NPU, in which precision, and why the others stay
-on the CPU (NPU_SPEC §2.4, assumption A9).
+on the CPU (docs/npu-operators.md#how-ryzen-nb-partitions, assumption A9).
 
 1. Each operator's precision is read from the quantizers around it (:mod:`ryzen_nb.npu.graph`):
-   XINT8, A8W8, A16W8, BF16, BFP16, MX (OCP/microexponent formats, only QDQ-simulated on the NPU,
-   A17), or FP32 — which XDNA2 targets compile as BF16 (VAIML, §4.4) unless the model is an INT8
-   model (its float leftovers stay on the CPU).
-2. An operator is eligible when its target runs that precision (§2.1), the supported-operator
-   table marks it (§3), every tensor it touches has a static shape, and it passes the VOE
-   attribute checks (§2.4-3).
+   one of the records of :mod:`ryzen_nb.spec.precisions` — XINT8, A8W8, A16W8, BF16, BFP16, MX
+   (OCP/microexponent formats, only QDQ-simulated: the NPU computes them as BF16, A17), or FP32,
+   which XDNA2 targets compile as BF16 (VAIML, docs/npu-numerics.md#bf16) unless the model is an
+   INT8 model (its float leftovers stay on the CPU); INT and OTHER have no NPU kernels.
+2. An operator is eligible when its target runs that precision (docs/npu-compilers.md#compilers),
+   the supported-operator table marks it (docs/npu-operators.md#the-supported-operator-table), every
+   tensor it touches has a static shape, and it passes the VOE attribute checks
+   (docs/npu-operators.md#fallback-rules).
 3. The X1 compiler (Phoenix/Hawk Point INT8) is not invoked when fewer than ``minimum_conv`` Conv
    nodes would run on the NPU, and everything rolls back when there would be more than
    ``max_subgraphs`` NPU subgraphs.
 4. Quantize/dequantize nodes go where the conversion happens: a quantizer of an NPU output runs on
-   the NPU, the quantization of a CPU tensor on the CPU, a dequantize on the NPU when it feeds it.
+   the NPU, the quantization of a CPU tensor on the CPU, a dequantize on the NPU when it feeds it
+   (ryzen-nb's reading, assumption F2 of docs/npu-assumptions.md).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.npu.graph import TensorQuant, is_quantizer, quantizer_outputs
 from ryzen_nb.spec.dpu import HARD_SIGMOID_ALPHA
 from ryzen_nb.spec.operators import FUSED_ACTIVATIONS, FUSING_PRODUCERS, MAC_OPS, is_supported
+from ryzen_nb.spec.precisions import PRECISIONS
 from ryzen_nb.spec.targets import Target
 
 __all__ = ["NodeAssignment", "PartitionOptions", "partition", "node_precision"]
@@ -34,10 +38,14 @@ __all__ = ["NodeAssignment", "PartitionOptions", "partition", "node_precision"]
 
 @dataclass(frozen=True)
 class PartitionOptions:
-    minimum_conv: int = 2  #: X1: fewer NPU Conv nodes than this -> whole model on the CPU (§2.4-1)
-    max_subgraphs: int = 32  #: X1: more NPU subgraphs than this -> whole model on the CPU (§2.4-2)
+    #: X1: fewer NPU Conv nodes than this -> whole model on the CPU (docs/npu-operators.md#fallback-rules)
+    minimum_conv: int = 2
+    #: X1: more NPU subgraphs than this -> whole model on the CPU (docs/npu-operators.md#fallback-rules)
+    max_subgraphs: int = 32
     compiler: str | None = None  #: force "X1" (e.g. XINT8 on Strix through the 4x4 overlay) or "X2"
-    dpu_limits: bool = True  #: X1: kernel/stride/pool limits borrowed from Vitis AI DPUs (A8, analog only)
+    #: X1: kernel/stride/pool limits borrowed from Vitis AI DPUs (A8, analog only;
+    #: docs/npu-operators.md#per-operator-limits)
+    dpu_limits: bool = True
     skip_matmul_dims_not_4: bool = False  #: VAIP_SKIP_MATMUL_DIMS_NOT_EQUAL_4
     skip_slice_dims_not_4: bool = False  #: VAIP_SKIP_SLICE_DIMS_NOT_EQUAL_4
 
@@ -49,7 +57,9 @@ class NodeAssignment:
     op_type: str
     domain: str
     device: str  #: "NPU" or "CPU"
-    precision: str  #: XINT8, A8W8, A16W8, BF16, BFP16, MX, FP32; "" for quantizer nodes
+    #: a name of ryzen_nb.spec.precisions.PRECISIONS (XINT8, A8W8, ... FP32, INT, OTHER); "" for a
+    #: quantizer node that converts on the CPU. On the NPU, MX and FP32 nodes read BF16 (what it computes).
+    precision: str
     reason: str = ""  #: why the node is on the CPU
     subgraph: int | None = None
     quantizer: bool = False
@@ -59,7 +69,8 @@ class NodeAssignment:
 
 
 def node_precision(acts: list[TensorQuant], weights: list[TensorQuant], float_acts: list[str]) -> tuple[str, str]:
-    """(precision, problem) of an operator from the quantization of its inputs."""
+    """(precision, problem) of an operator from the quantization of its inputs: the precision is a
+    name of :data:`ryzen_nb.spec.precisions.PRECISIONS`, the problem why it cannot run on the NPU."""
     quantized = acts + weights
     if not quantized:
         return "FP32", ""
@@ -87,7 +98,8 @@ def node_precision(acts: list[TensorQuant], weights: list[TensorQuant], float_ac
 
 def _attribute_problem(node: onnx.NodeProto, shapes: dict[str, list], consts: dict[str, np.ndarray],
                        compiler: str, options: PartitionOptions) -> str:
-    """The VOE per-node checks (§2.4-3) and, for X1, the borrowed DPU limits (A8)."""
+    """The VOE per-node checks (docs/npu-operators.md#fallback-rules) and, for X1, the borrowed DPU
+    limits (A8, docs/npu-operators.md#per-operator-limits)."""
     op = node.op_type
     if op == "Conv":
         w = shapes.get(node.input[1]) if len(node.input) > 1 else None
@@ -195,7 +207,6 @@ def partition(index: ModelIndex, target: Target, options: PartitionOptions = Par
         if problem:
             a.reason = problem
             continue
-        run_as = precision
         if precision == "FP32":
             if int_model:
                 a.reason = "not quantized: in an INT8 model only operators between quantizers run on the NPU"
@@ -203,9 +214,9 @@ def partition(index: ModelIndex, target: Target, options: PartitionOptions = Par
             if target.generation != "XDNA2":
                 a.reason = f"{target.name} runs quantized INT8 models only (X1 compiler); quantize to XINT8 first"
                 continue
-            run_as = "BF16"  # VAIML compiles FP32 models as BF16 on XDNA2 (§4.4)
-        elif precision == "MX":
-            run_as = "BF16"  # A17: MX is QDQ-simulated; the NPU computes bf16
+        # what the NPU computes it in: VAIML compiles FP32 models as BF16 on XDNA2; MX is only
+        # QDQ-simulated, the NPU computes bf16 (A17)
+        run_as = PRECISIONS[precision].npu_precision
         if run_as not in target.precisions:
             a.reason = f"{target.name} does not run {run_as} models (it runs {', '.join(target.precisions)})"
             continue
@@ -231,7 +242,7 @@ def partition(index: ModelIndex, target: Target, options: PartitionOptions = Par
             a.reason = problem
             continue
         a.device = "NPU"
-        a.precision = run_as if precision in ("FP32", "MX") else precision
+        a.precision = run_as
 
     _fuse_activations(index, nodes)
     _place_quantizers(index, nodes)
@@ -268,8 +279,8 @@ def _fuse_activations(model: ModelIndex, nodes: list[NodeAssignment]) -> None:
             continue
         src = producers.get(node.input[0])
         if node.op_type == "Mul" and src is not None and src.op_type in ("AveragePool", "GlobalAveragePool"):
-            # the correction factor of a DPU-rewritten average pool (k/2**n, NPU_SPEC §4.1.5) is
-            # the pool kernel's own multiplier
+            # the correction factor of a DPU-rewritten average pool (k/2**n, docs/npu-numerics.md#dpu-rewrites)
+            # is the pool kernel's own multiplier
             other = [t for t in node.input if t != node.input[0]]
             pool = nodes[index[id(src)]]
             if pool.device == "NPU" and len(other) == 1 and other[0] in consts and np.size(consts[other[0]]) == 1:

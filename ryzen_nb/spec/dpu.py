@@ -1,10 +1,10 @@
 """Fixed-point facts of the NPU's integer datapath: the constants the quantizer writes into XINT8
 models and the emulator computes with, defined once.
 
-* what the NPU computes instead of a float operation (NPU_SPEC §4.1.5): HardSigmoid's 1/6 as
-  2731/2**14, LeakyReLU slopes on a k/256 grid, average pooling multiplying by k/2**n;
-* the shift ranges the X1 compiler accepts for power-of-two positions (NPU_SPEC §4.1.4);
-* the largest integer multiplier of A8W8/A16W8 requantisation (NPU_SPEC §4.2, A12).
+* what the NPU computes instead of a float operation (docs/npu-numerics.md#dpu-rewrites): HardSigmoid's
+  1/6 as 2731/2**14, LeakyReLU slopes on a k/256 grid, average pooling multiplying by k/2**n;
+* the shift ranges the X1 compiler accepts for power-of-two positions (docs/npu-numerics.md#xint8-shift-limits);
+* the largest integer multiplier of A8W8/A16W8 requantisation (docs/npu-numerics.md#a8w8-and-a16w8, A12).
 """
 
 from __future__ import annotations
@@ -24,19 +24,21 @@ __all__ = [
     "leaky_relu_alpha",
 ]
 
-#: HardSigmoid's slope 1/6 as the NPU implements it: 2731 / 2**14 (NPU_SPEC §4.1.5)
+#: HardSigmoid's slope 1/6 as the NPU implements it: 2731 / 2**14 (Quark's simulate_dpu.py,
+#: docs/npu-numerics.md#dpu-rewrites)
 HARD_SIGMOID_MULTIPLIER = 2731
 HARD_SIGMOID_SHIFT = 14
 HARD_SIGMOID_ALPHA = HARD_SIGMOID_MULTIPLIER / 2**HARD_SIGMOID_SHIFT
 
-#: LeakyReLU slopes are held as k/256 (NPU_SPEC §4.1.5)
+#: LeakyReLU slopes are held as k/256 (docs/npu-numerics.md#dpu-rewrites)
 LEAKY_RELU_STEPS = 256
 
 #: A8W8/A16W8 requantisation: the combined scale s_in*s_w/s_out becomes C * 2**-shift with the integer
-#: C at most 2**23 - 1 (VOE's find_closest_shifted_int32, NPU_SPEC §4.2, A12)
+#: C at most 2**23 - 1 (VOE's find_closest_shifted_int32, docs/npu-numerics.md#a8w8-and-a16w8, A12)
 MAX_MULTIPLIER = 2**23 - 1
 
 #: average pools whose window size has a special k/2**n in Quark's table: elements -> (k, n)
+#: (docs/npu-numerics.md#dpu-rewrites)
 _SPECIAL_POOL = {9: (7, 6), 25: (10, 8), 36: (7, 8), 49: (21, 10), 196: (21, 12)}
 #: windows above this many elements divide exactly
 _EXACT_POOL_ABOVE = 255
@@ -69,7 +71,7 @@ def avgpool_factor(kernel_elements: int) -> float:
 @dataclass(frozen=True)
 class ShiftLimits:
     """Ranges of the shifts between power-of-two positions (scale = 2**-pos) that the X1 compiler
-    accepts (Quark's refinement, NPU_SPEC §4.1.4). ``pos_w + pos_in - pos_out`` is a MAC's
+    accepts (Quark's refinement, docs/npu-numerics.md#xint8-shift-limits). ``pos_w + pos_in - pos_out`` is a MAC's
     ``shift_cut``; the rest are named as in Quark."""
 
     shift_cut: tuple[int, int] = (0, 16)  #: Conv/Gemm/ConvTranspose/MatMul

@@ -1,11 +1,13 @@
 """Which operators the Ryzen AI NPU runs, per quantization type: one table for the partitioner,
 the compile report and the widgets.
 
-Reproduced mechanically from the official "Supported Operators" page (``NPU_SPEC.md`` §3,
-``docs/ops_support.rst``, identical in Ryzen AI 1.5–1.8), quirks included (Relu unmarked for BF16,
-Sigmoid unmarked for XINT8, LayerNormalization only XINT8, ...). Columns: BF16 (VAIML, XDNA2),
-A16W8, A8W8, XINT8. "Y" = broad coverage. Attribute-level rules (static shapes, group
-convolutions, Q/DQ zero points...) live in :mod:`ryzen_nb.npu.partition`.
+Reproduced mechanically from the official "Supported Operators" page (amd/ryzen-ai-documentation
+``docs/ops_support.rst``, https://ryzenai.docs.amd.com/en/latest/ops_support.html, identical in Ryzen AI
+1.5–1.8), quirks included (Relu unmarked for BF16, Sigmoid unmarked for XINT8, LayerNormalization only
+XINT8, ...): see docs/npu-operators.md#the-supported-operator-table, which describes this table and
+does not copy it. Columns: BF16 (VAIML, XDNA2), A16W8, A8W8, XINT8. "Y" = broad coverage.
+Attribute-level rules (static shapes, group convolutions, Q/DQ zero points...) live in
+:mod:`ryzen_nb.npu.partition` (docs/npu-operators.md#fallback-rules).
 """
 
 from __future__ import annotations
@@ -14,16 +16,19 @@ __all__ = ["SUPPORTED", "PRECISION_COLUMNS", "MAC_OPS", "FUSED_ACTIVATIONS", "FU
            "supported_ops"]
 
 #: multiply-accumulate operators: a weight, an optional bias added in the accumulator, MACs that
-#: dominate compute (quantizer, accuracy algorithms, partitioner and latency model read this one set)
+#: dominate compute (quantizer, accuracy algorithms, partitioner and latency model read this one set;
+#: docs/npu-hardware.md#mac-rates-per-tile)
 MAC_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
 
 #: activations the compilers fuse into the operator before them: X1 folds them into the convolution
-#: (NPU_SPEC §4.1.3), and VAIML evidently does for BF16 — ResNet50 and gte run whole on the NPU
-#: although the operator table leaves Relu unmarked for BF16 (ryzen-nb assumption F1)
+#: (docs/npu-numerics.md#xint8-requantization), and VAIML evidently does for BF16 — ResNet50 and gte run
+#: whole on the NPU although the operator table leaves Relu unmarked for BF16 (ryzen-nb's assumption F1,
+#: docs/npu-operators.md#fused-activations)
 FUSED_ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "HardSigmoid", "HardSwish"})
 #: ... and the operators they fuse into
 FUSING_PRODUCERS = MAC_OPS | {"Add", "BatchNormalization"}
 
+#: the table's columns, in the page's order
 PRECISION_COLUMNS = ("BF16", "A16W8", "A8W8", "XINT8")
 
 # op type                column flags in the order of PRECISION_COLUMNS
@@ -145,7 +150,8 @@ def _parse() -> dict[str, frozenset[str]]:
     return out
 
 
-#: op type -> precisions with "Y" (BFP16 on XDNA2 follows the BF16 column: VAIML compiles both)
+#: op type -> precisions with "Y" (BFP16 on XDNA2 follows the BF16 column: VAIML compiles both,
+#: docs/npu-operators.md#the-supported-operator-table)
 SUPPORTED: dict[str, frozenset[str]] = _parse()
 
 

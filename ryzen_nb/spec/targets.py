@@ -1,7 +1,9 @@
-"""Ryzen AI NPU targets: one record each, every figure from ``NPU_SPEC.md`` (section in the comment).
+"""Ryzen AI NPU targets: one record each, every figure with where it comes from.
 
-Where AMD publishes nothing, the value is an assumption of the spec's register (§8, "A<n>") and a
-field a user can change: ``TARGETS["STX"].with_options(clock_ghz=1.8)``.
+The figures are explained, with their sources and status (published, derived, assumption), in
+``docs/npu-hardware.md``; the comment beside each names the section. Where AMD publishes nothing,
+the value is an assumption of the register in ``docs/npu-assumptions.md`` ("A<n>") and a field a
+user can change: ``TARGETS["STX"].with_options(clock_ghz=1.8)``.
 """
 
 from __future__ import annotations
@@ -12,7 +14,10 @@ from typing import Any
 
 from ryzen_nb.errors import UnknownNameError
 
-__all__ = ["Target", "TARGETS", "get_target", "target_names"]
+__all__ = ["DEFAULT_TARGET", "Target", "TARGETS", "get_target", "target_names"]
+
+#: the target used when none is named: Strix Point, the generation that runs every precision
+DEFAULT_TARGET = "STX"
 
 
 @dataclass(frozen=True)
@@ -20,23 +25,31 @@ class Target:
     name: str  #: short name: PHX, HPT, STX, KRK, STXH
     label: str
     generation: str  #: "XDNA" (AIE-ML) or "XDNA2" (AIE-ML v2 / AIE2P)
-    columns: int  #: usable compute columns (§1.1: PHX/HPT 4 of 5 — column 0 has no DMA; XDNA2 all 8)
-    rows: int = 4  #: compute rows per column (§1.1)
-    clock_ghz: float = 1.0  #: NPU clock (A1: the DPM level reproducing the marketing TOPS, §1.4)
-    #: MACs per cycle per compute tile by data type (§1.2; A4 for int16 x int8)
+    #: usable compute columns: PHX/HPT 4 of 5 (column 0 has no DMA), XDNA2 all 8
+    #: (docs/npu-hardware.md#generations-and-arrays)
+    columns: int
+    rows: int = 4  #: compute rows per column (docs/npu-hardware.md#generations-and-arrays)
+    #: NPU clock: the DPM level that reproduces the marketing TOPS (A1, docs/npu-hardware.md#clocks-and-peak-rates)
+    clock_ghz: float = 1.0
+    #: MACs per cycle per compute tile by data type (docs/npu-hardware.md#mac-rates-per-tile; A4 for int16 x int8)
     macs_per_cycle: dict[str, int] = field(default_factory=dict)
-    l1_kib: int = 64  #: data memory per compute tile (§1.3)
-    l2_kib: int = 512  #: per memory tile (§1.3); one memory tile per column
-    ddr_gbps: float = 25.0  #: sustained DDR bandwidth per direction (A5, §1.5 — not published)
-    dispatch_us: float = 84.2  #: host->NPU command round trip (A6, xrt-smi latency test §1.6)
-    hw_contexts: int = 6  #: concurrent hardware contexts (§1.1)
-    marketing_tops: float = 10.0  #: §1.1
-    precisions: tuple[str, ...] = ("XINT8",)  #: quantization types the NPU runs (§2.1 model-compatibility table)
-    #: compiler per precision (§2.1): X1 legacy DPU flow, X2 (RAI >= 1.6 INT8), VAIML (BF16)
+    l1_kib: int = 64  #: data memory per compute tile (docs/npu-hardware.md#memories)
+    l2_kib: int = 512  #: per memory tile, one memory tile per column (docs/npu-hardware.md#memories)
+    #: sustained DDR bandwidth per direction: not published (A5, docs/npu-hardware.md#ddr-bandwidth)
+    ddr_gbps: float = 25.0
+    #: host -> NPU command round trip, xrt-smi's latency test (A6, docs/npu-hardware.md#dispatch-and-contexts)
+    dispatch_us: float = 84.2
+    hw_contexts: int = 6  #: concurrent hardware contexts (docs/npu-hardware.md#generations-and-arrays)
+    marketing_tops: float = 10.0  #: AMD's INT8 TOPS (docs/npu-hardware.md#generations-and-arrays)
+    #: precisions the NPU runs: the model-compatibility table (docs/npu-compilers.md#compilers). The one
+    #: record of which target runs which precision: ryzen_nb.spec.precisions derives its lists from it.
+    precisions: tuple[str, ...] = ("XINT8",)
+    #: compiler per precision: X1 legacy DPU flow, X2 (Ryzen AI >= 1.6 INT8), VAIML (BF16)
+    #: (docs/npu-compilers.md#compilers)
     compilers: dict[str, str] = field(default_factory=dict)
-    #: compute tiles a compiled model uses, per compiler (A2: X1 4x4 overlay = 16 tiles; X2/VAIML all)
+    #: compute tiles a compiled model uses, per compiler (A2: the X1 4x4 overlay uses 16 tiles; X2/VAIML all)
     tiles_by_compiler: dict[str, int] = field(default_factory=dict)
-    pci_id: str = ""
+    pci_id: str = ""  #: how the driver and the Ryzen AI installer tell the parts apart
 
     @property
     def tiles(self) -> int:
@@ -66,44 +79,56 @@ class Target:
             "DDR GB/s (A5)": self.ddr_gbps, "precisions": ", ".join(self.precisions),
         }
 
+    def as_dict(self) -> dict[str, Any]:
+        """Every field as JSON-able data (for :func:`ryzen_nb.spec.facts`), with the tile count."""
+        out = dataclasses.asdict(self)
+        out["precisions"] = list(self.precisions)
+        out["tiles"] = self.tiles
+        return out
 
-_XDNA_MACS = {"int8": 256, "int16x8": 128, "int16": 64, "int4": 512, "bf16": 128}  # §1.2 AIE-ML; A4 int16x8
-_XDNA2_MACS = {"int8": 512, "int16x8": 256, "int16": 128, "bf16": 256, "bfp16": 512}  # §1.2 AIE-ML v2; A4
+
+# docs/npu-hardware.md#mac-rates-per-tile: AIE-ML (XDNA) and AIE-ML v2 (XDNA2); int16 x int8 is A4
+_XDNA_MACS = {"int8": 256, "int16x8": 128, "int16": 64, "int4": 512, "bf16": 128}
+_XDNA2_MACS = {"int8": 512, "int16x8": 256, "int16": 128, "bf16": 256, "bfp16": 512}
+
+# docs/npu-compilers.md#compilers: XDNA2 runs every precision through X2 (INT8) and VAIML (BF16, BFP16)
+_XDNA2_PRECISIONS = ("XINT8", "A8W8", "A16W8", "BF16", "BFP16")
+_XDNA2_COMPILERS = {"XINT8": "X2", "A8W8": "X2", "A16W8": "X2", "BF16": "VAIML", "BFP16": "VAIML"}
+_XDNA2_TILES = {"X1": 16, "X2": 32, "VAIML": 32}  # A2
 
 TARGETS: dict[str, Target] = {
     t.name: t
     for t in (
         Target(
-            "PHX", "Phoenix (Ryzen 7040)", "XDNA", columns=4, clock_ghz=1.024,  # A1; §1.4 DPM {1024 hclk}
+            # A1: 1.024 GHz, the DPM level at which 4 columns x 2048 ops give the 8.4 usable TOPS
+            "PHX", "Phoenix (Ryzen 7040)", "XDNA", columns=4, clock_ghz=1.024,
             macs_per_cycle=_XDNA_MACS, ddr_gbps=25.0, hw_contexts=6, marketing_tops=10,
-            precisions=("XINT8",),  # §2.1: INT8 on PHX/HPT only through X1 + 4x4 xclbin; no BF16
-            compilers={"XINT8": "X1"}, tiles_by_compiler={"X1": 16}, pci_id="0x1502 rev 0",
+            # INT8 on Phoenix/Hawk Point only through X1 and the 4x4 xclbin; no BF16
+            precisions=("XINT8",), compilers={"XINT8": "X1"}, tiles_by_compiler={"X1": 16}, pci_id="0x1502 rev 0",
         ),
         Target(
-            "HPT", "Hawk Point (Ryzen 8040)", "XDNA", columns=4, clock_ghz=1.6,  # A1: 16 TOPS at 1.6 GHz (§1.4)
+            "HPT", "Hawk Point (Ryzen 8040)", "XDNA", columns=4, clock_ghz=1.6,  # A1: 16 TOPS at 1.6 GHz
             macs_per_cycle=_XDNA_MACS, ddr_gbps=25.0, hw_contexts=6, marketing_tops=16,
             precisions=("XINT8",), compilers={"XINT8": "X1"}, tiles_by_compiler={"X1": 16}, pci_id="0x1502 rev 0",
         ),
         Target(
             "STX", "Strix Point (Ryzen AI 300)", "XDNA2", columns=8, clock_ghz=1.584,  # A1: 8x4096x1.584 = 51.9 TOPS
-            macs_per_cycle=_XDNA2_MACS, ddr_gbps=33.0, hw_contexts=16, marketing_tops=50,
-            precisions=("XINT8", "A8W8", "A16W8", "BF16", "BFP16"),  # §2.1; BFP16 native on XDNA2 (§1.2)
-            compilers={"XINT8": "X2", "A8W8": "X2", "A16W8": "X2", "BF16": "VAIML", "BFP16": "VAIML"},
-            tiles_by_compiler={"X1": 16, "X2": 32, "VAIML": 32}, pci_id="0x17F0 rev 0x00/0x10/0x11",
+            macs_per_cycle=_XDNA2_MACS, ddr_gbps=33.0, hw_contexts=16, marketing_tops=50,  # A5: 33 GB/s
+            precisions=_XDNA2_PRECISIONS, compilers=_XDNA2_COMPILERS, tiles_by_compiler=_XDNA2_TILES,
+            pci_id="0x17F0 rev 0x00/0x10/0x11",
         ),
         Target(
             "KRK", "Krackan Point (e.g. Ryzen AI 7 350)", "XDNA2", columns=8, clock_ghz=1.584,  # A3: all 8 columns
             macs_per_cycle=_XDNA2_MACS, ddr_gbps=33.0, hw_contexts=16, marketing_tops=50,
-            precisions=("XINT8", "A8W8", "A16W8", "BF16", "BFP16"),
-            compilers={"XINT8": "X2", "A8W8": "X2", "A16W8": "X2", "BF16": "VAIML", "BFP16": "VAIML"},
-            tiles_by_compiler={"X1": 16, "X2": 32, "VAIML": 32}, pci_id="0x17F0 rev 0x20",
+            precisions=_XDNA2_PRECISIONS, compilers=_XDNA2_COMPILERS, tiles_by_compiler=_XDNA2_TILES,
+            pci_id="0x17F0 rev 0x20",
         ),
         Target(
+            # Strix's array and clock (mlir-aie's npu2 covers it; its clock is not published: A1)
             "STXH", "Strix Halo (Ryzen AI Max)", "XDNA2", columns=8, clock_ghz=1.584,
             macs_per_cycle=_XDNA2_MACS, ddr_gbps=33.0, hw_contexts=16, marketing_tops=50,
-            precisions=("XINT8", "A8W8", "A16W8", "BF16", "BFP16"),
-            compilers={"XINT8": "X2", "A8W8": "X2", "A16W8": "X2", "BF16": "VAIML", "BFP16": "VAIML"},
-            tiles_by_compiler={"X1": 16, "X2": 32, "VAIML": 32}, pci_id="npu5",
+            precisions=_XDNA2_PRECISIONS, compilers=_XDNA2_COMPILERS, tiles_by_compiler=_XDNA2_TILES,
+            pci_id="npu5",
         ),
     )
 }

@@ -10,42 +10,29 @@ on ``widget.last_error`` for tests and scripts).
 from __future__ import annotations
 
 import functools
-import html
 import logging
 from collections.abc import Callable
 from importlib import resources
-from pathlib import Path
 from typing import Any, TypeVar
 
 import ipywidgets as w
+
+from ryzen_nb._html import esc, table_html
 
 __all__ = ["ErrorBox", "surfaces_errors", "asset", "esc", "table_html"]
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
 
-#: the front-end sources: ``ryzen_nb/_static`` in a wheel (force-included from ``widgets/``),
-#: the repository's ``widgets/`` folder in a source checkout or editable install
-_REPO_WIDGETS = Path(__file__).resolve().parents[2] / "widgets"
-
-
 def asset(name: str) -> str:
-    """The text of a front-end file (``partition_view.js``, ``ryzen_nb.css``...)."""
-    try:
-        packaged = resources.files("ryzen_nb") / "_static" / name
-        if packaged.is_file():
-            return packaged.read_text(encoding="utf-8")
-    except (FileNotFoundError, ModuleNotFoundError):  # pragma: no cover - no _static in a checkout
-        pass
-    path = _REPO_WIDGETS / name
-    if not path.is_file():
-        raise FileNotFoundError(f"ryzen-nb's front-end file {name!r} is missing (looked in ryzen_nb/_static and "
-                                f"{_REPO_WIDGETS}); reinstall ryzen-nb.")
-    return path.read_text(encoding="utf-8")
+    """The text of a widget's front-end file (``partition_view.js``, ``partition_view.css``...).
 
-
-def esc(value: Any) -> str:
-    return html.escape(str(value))
+    The files sit beside the Python class that owns them, in this package (anywidget's layout), so a
+    wheel, an editable install and a source checkout all read them from the same place."""
+    source = resources.files(__package__) / name
+    if not source.is_file():
+        raise FileNotFoundError(f"ryzen-nb's front-end file {name!r} is missing from {source}; reinstall ryzen-nb.")
+    return source.read_text(encoding="utf-8")
 
 
 class ErrorBox(w.HTML):
@@ -89,7 +76,3 @@ def surfaces_errors(context: str = "") -> Callable[[F], F]:
     return wrap
 
 
-def table_html(frame: Any, float_format: str = "{:.4g}", max_rows: int = 200) -> str:
-    """A pandas DataFrame as a compact HTML table (for widgets and static exports)."""
-    return frame.head(max_rows).to_html(index=False, border=0, classes="rnb-table",
-                                        float_format=lambda v: float_format.format(v), na_rep="–")

@@ -2,8 +2,10 @@
 
 One row per node, coloured by device (NPU/CPU) and precision, with the reason for every CPU node;
 a minimap of the whole model; a filter; a target dropdown that recompiles. The front end is
-``widgets/partition_view.js`` (plain ESM for anywidget, no build step), so the widget works in
-JupyterLab 4, Notebook 7 and VS Code.
+``partition_view.js`` beside this module (plain ESM for anywidget, no build step), so the widget
+works in JupyterLab 4, Notebook 7 and VS Code. The precisions, their labels and colours, the device
+colours and the targets come from :func:`ryzen_nb.spec.facts` through the ``facts`` trait: the
+front end types none of them.
 
 >>> from ryzen_nb.ui.partition import PartitionView                     # doctest: +SKIP
 >>> view = PartitionView("model_xint8.onnx", target="PHX")              # doctest: +SKIP
@@ -23,11 +25,12 @@ import anywidget
 import onnx
 import traitlets
 
+from ryzen_nb import spec
 from ryzen_nb.graph.io import ModelLike, load_model
 from ryzen_nb.npu.compile import NPUProgram
 from ryzen_nb.npu.compile import compile as npu_compile
 from ryzen_nb.npu.partition import NodeAssignment
-from ryzen_nb.spec.targets import TARGETS, Target, get_target
+from ryzen_nb.spec.targets import DEFAULT_TARGET, Target, get_target
 from ryzen_nb.ui._base import ErrorBox, asset, surfaces_errors
 
 __all__ = ["PartitionView"]
@@ -79,9 +82,15 @@ def _node_dict(n: NodeAssignment) -> dict[str, Any]:
     }
 
 
+def _view_facts() -> dict[str, Any]:
+    """What the front end needs of :func:`ryzen_nb.spec.facts`: the precisions (legend order, labels,
+    colours), the device colours and the targets of the dropdown."""
+    everything = spec.facts()
+    return {key: everything[key] for key in ("precisions", "devices", "targets", "docs")}
+
+
 def _summary(program: NPUProgram, model_name: str) -> dict[str, Any]:
     """The header's figures. Counts include quantizer nodes, as the Vitis AI EP's log counts them."""
-    npu, cpu = len(program.npu_nodes), len(program.cpu_nodes)
     # the compilers that actually receive work, not every compiler the target has
     used = sorted({program.compilers[n.precision] for n in program.npu_nodes if n.precision in program.compilers})
     return {
@@ -90,9 +99,9 @@ def _summary(program: NPUProgram, model_name: str) -> dict[str, Any]:
         "target_label": program.target.label,
         "generation": program.target.generation,
         "compiler": ", ".join(used),
-        "npu_ops": npu,
-        "cpu_ops": cpu,
-        "npu_share": round(100.0 * npu / max(npu + cpu, 1), 2),  # percent, like the EP log
+        "npu_ops": program.npu_operators,
+        "cpu_ops": program.cpu_operators,
+        "npu_share": round(100.0 * program.npu_share, 2),  # percent with two decimals, as the EP log prints it
         "subgraphs": len(program.subgraphs),
         "cpu_subgraphs": program.cpu_subgraph_count(),
         "precisions": program.precisions,
@@ -105,7 +114,8 @@ class PartitionView(anywidget.AnyWidget):
     reason for each CPU node, a minimap, filters and a target dropdown.
 
     ``model_or_program`` is an :class:`~ryzen_nb.npu.compile.NPUProgram`, an ``onnx.ModelProto``
-    or a path. ``target`` defaults to the program's own target, or ``"STX"`` for a model;
+    or a path. ``target`` defaults to the program's own target, or ``"STX"`` (the default target of
+    :mod:`ryzen_nb.spec.targets`) for a model;
     ``compile_options`` are passed to :func:`ryzen_nb.npu.compile` (e.g. ``compiler="X1"``) on
     every compilation, including the one a change of ``target`` triggers.
 
@@ -131,9 +141,11 @@ class PartitionView(anywidget.AnyWidget):
     #: subgraphs, cpu_subgraphs, precisions ({precision: NPU operators}), nodes
     summary = traitlets.Dict().tag(sync=True)
     #: the short name of the compiled target (PHX, HPT, STX, KRK, STXH); setting it recompiles
-    target = traitlets.Unicode("STX").tag(sync=True)
-    #: the dropdown's choices: {"name", "label", "generation"} per target
-    targets = traitlets.List(traitlets.Dict()).tag(sync=True)
+    target = traitlets.Unicode(DEFAULT_TARGET).tag(sync=True)
+    #: the facts the front end shows (from :func:`ryzen_nb.spec.facts`): ``precisions`` (name, label,
+    #: colour, description... in legend order), ``devices`` (NPU and CPU colours), ``targets`` (the
+    #: dropdown's choices) and ``docs``
+    facts = traitlets.Dict().tag(sync=True)
     #: the name of the node clicked in the list ("" for none)
     selected = traitlets.Unicode("").tag(sync=True)
     #: the message of the last failed callback, shown as a red banner ("" for none)
@@ -153,7 +165,7 @@ class PartitionView(anywidget.AnyWidget):
             # parsed once: every recompilation (target changes) reuses this copy
             self._model = load_model(model_or_program)
             name = _display_name_of(model_or_program, self._model)
-            program = npu_compile(self._model, "STX" if target is None else target, **compile_options)
+            program = npu_compile(self._model, DEFAULT_TARGET if target is None else target, **compile_options)
         self._display_name = name  # not _model_name: that trait names the widget class for the front end
         self._options = dict(compile_options)
         self._program = program
@@ -163,7 +175,7 @@ class PartitionView(anywidget.AnyWidget):
             nodes=[_node_dict(n) for n in program.nodes],
             summary=_summary(program, name),
             target=program.target.name,
-            targets=[{"name": t.name, "label": t.label, "generation": t.generation} for t in TARGETS.values()],
+            facts=_view_facts(),
         )
         self._quiet = False
 

@@ -37,8 +37,9 @@ def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(SOURCES, copy, ignore=shutil.ignore_patterns("node_modules", "lib", "build-test",
                                                                  "tsconfig.tsbuildinfo"))
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    # npm install from the lock, not npm ci: npm records only this platform's optional rspack binding in the
-    # lock, which npm ci refuses as out of sync. The lock must come out unchanged, so the versions are pinned.
+    # npm install, not npm ci, so that a stale lock shows up as a difference: the committed lock is the complete
+    # one npm 11 writes (every platform's optional @rspack/binding-* and the @emnapi packages its wasm build
+    # needs), and installing from it must leave it byte for byte unchanged.
     lock = (copy / "package-lock.json").read_bytes()
     done = subprocess.run([npm, "install", "--no-audit", "--no-fund"], cwd=copy, env=env, capture_output=True,
                           text=True, timeout=600)

@@ -18,9 +18,16 @@ from pathlib import Path
 
 import pytest
 
+from ryzen_nb.spec.precisions import DEVICES, PRECISIONS
 from tests.ui.test_browser import Deadline, _playwright, _shoot, browser_page, jupyterlab
 
 pytestmark = pytest.mark.slow
+
+
+def _hex(css_colour: str) -> str:
+    """``rgb(31, 111, 180)`` as ``#1f6fb4``."""
+    red, green, blue = (int(v) for v in css_colour[css_colour.index("(") + 1:css_colour.index(")")].split(",")[:3])
+    return f"#{red:02x}{green:02x}{blue:02x}"
 
 JS_APP_READY = "() => Boolean(window.jupyterapp && window.jupyterapp.shell && document.querySelector('.jp-Launcher'))"
 
@@ -86,6 +93,14 @@ def test_launcher_viewer_and_quantize_in_jupyterlab(tmp_path: Path) -> None:
                 npu_ops = int(headline.split("NPU ")[1].split(" ops")[0])
                 assert npu_ops > 0, headline
                 b.expect(viewer.locator("tr.rnb-npu", has_text="Conv").first).to_be_visible()
+                # labels and colours are the server's facts (ryzen_nb.spec), not the front end's
+                xint8 = PRECISIONS["XINT8"]
+                b.expect(viewer.locator("select.rnb-precision option:checked")).to_have_text(xint8.label)
+                b.expect(viewer.locator(".rnb-legend")).to_contain_text("XINT8")
+                chip = viewer.locator("tr.rnb-npu .rnb-prec", has_text="XINT8").first
+                assert _hex(chip.evaluate("e => getComputedStyle(e).backgroundColor")) == xint8.colour.lower()
+                device = viewer.locator("tr.rnb-npu .rnb-chip.rnb-npu").first
+                assert _hex(device.evaluate("e => getComputedStyle(e).backgroundColor")) == DEVICES["NPU"].colour.lower()
                 _shoot(page, "lab_onnx_viewer_xint8_phx")
 
             with b.step("'Quantize with ryzen-nb…' in the file's context menu writes and opens a notebook"):

@@ -1,6 +1,7 @@
 """What ``pip install ryzen-nb`` puts on a machine: the wheel carries the prebuilt JupyterLab
 extension as shared data, the config enabling the server extension, every tutorial for the
-launcher and the anywidget front ends; nothing of the TypeScript toolchain."""
+launcher and the anywidget front ends (beside their Python classes in ryzen_nb/ui); nothing of the
+TypeScript toolchain."""
 
 from __future__ import annotations
 
@@ -37,5 +38,6 @@ def test_wheel_carries_the_jupyterlab_extension(tmp_path: Path) -> None:
     assert f"{data}/data/etc/jupyter/jupyter_server_config.d/ryzen_nb.json" in names
     tutorials = {p.name for p in (ROOT / "notebooks").glob("*.ipynb")} | {"README.md"}
     assert {f"ryzen_nb/_tutorials/{t}" for t in tutorials} <= names
-    assert {"ryzen_nb/_static/partition_view.js", "ryzen_nb/_static/partition_view.css"} <= names
+    assert {"ryzen_nb/ui/partition_view.js", "ryzen_nb/ui/partition_view.css"} <= names
+    assert not any(n.startswith("ryzen_nb/_static/") for n in names), "the front ends ship beside their classes"
     assert not any("node_modules" in n or n.endswith(".ts") for n in names)

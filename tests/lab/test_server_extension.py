@@ -11,7 +11,9 @@ import pytest
 from tornado.httpclient import HTTPClientError
 
 import ryzen_nb
+from ryzen_nb import npu
 from ryzen_nb.jupyter import service
+from ryzen_nb.spec import facts
 from ryzen_nb.testing import random_images, resnet_cnn
 
 
@@ -75,12 +77,33 @@ async def test_onnx_viewer_summary_and_partition(jp_fetch, models) -> None:
     assert summary["op_histogram"]["Conv"] >= 3 and summary["parameters"] > 1000
     partition = summary["partition"]
     assert partition["target"] == "PHX" and partition["npu_operators"] > partition["cpu_operators"]
+    # the share and the counts are NPUProgram's: every node counted, quantizers included, as the EP log does
+    program = npu.compile(onnx.load(str(models / "cnn_xint8.onnx")), "PHX")
+    assert (partition["npu_operators"], partition["cpu_operators"]) == (program.npu_operators, program.cpu_operators)
+    assert partition["npu_operators"] + partition["cpu_operators"] == len(partition["nodes"])
+    assert partition["npu_share"] == round(100 * program.npu_share, 2) and f"{partition['npu_share']:.2f}%" in partition["ep_log"]
     assert "[Vitis AI EP] No. of Operators" in partition["ep_log"] and partition["latency_ms"] > 0
     assert all(row["reason"] for row in partition["cpu_reasons"])
     fp32 = await _json(jp_fetch, "onnx", path="cnn.onnx", target="STX", precision="XINT8")
-    assert fp32["precisions"] == list(service.PRECISIONS) and fp32["partition"]["precisions"].get("XINT8")
+    assert fp32["precisions"] == list(service.PRECISION_MENU) and fp32["partition"]["precisions"].get("XINT8")
     as_is = await _json(jp_fetch, "onnx", path="cnn.onnx", target="STX")
     assert set(as_is["partition"]["precisions"]) == {"BF16"}  # XDNA2 runs an FP32 model as BF16
+    # no target or precision named (the viewer's first request): the server's defaults, not the front end's
+    default = await _json(jp_fetch, "onnx", path="cnn.onnx")
+    assert (default["target"], default["precision"]) == (facts()["default_target"], service.AS_IS)
+    assert default["partition"]["target"] == "STX" and "targets" not in default  # the targets are in the facts
+
+
+async def test_the_facts_endpoint_is_the_spec(jp_fetch) -> None:
+    """What the viewer labels and colours with: ryzen_nb.spec.facts(), as JSON."""
+    answer = await _json(jp_fetch, "facts")
+    assert answer == json.loads(json.dumps(facts()))
+    assert [p["name"] for p in answer["precisions"]][:5] == ["XINT8", "A8W8", "A16W8", "BF16", "BFP16"]
+    assert all(p["colour"].startswith("#") and p["label"] and p["description"] for p in answer["precisions"])
+    assert {d["name"] for d in answer["devices"]} == {"NPU", "CPU"}
+    assert {t["name"] for t in answer["targets"]} == {"PHX", "HPT", "STX", "KRK", "STXH"}
+    # every precision of the viewer's menu is labelled by the facts
+    assert set(service.PRECISION_MENU) - {service.AS_IS} <= {p["name"] for p in answer["precisions"]}
 
 
 async def test_onnx_viewer_errors(jp_fetch, models, monkeypatch) -> None:

@@ -13,10 +13,14 @@ import pytest
 import ryzen_nb
 from ryzen_nb import npu, testing
 from ryzen_nb.errors import UnknownNameError
+from ryzen_nb.spec import facts
+from ryzen_nb.spec.precisions import DEVICES, PRECISIONS
 from ryzen_nb.ui._base import ErrorBox
 from ryzen_nb.ui.partition import PartitionView
 
-JS = Path(__file__).resolve().parents[2] / "widgets" / "partition_view.js"
+#: the widget's front end sits beside its Python class (anywidget's layout)
+JS = Path(__file__).resolve().parents[2] / "ryzen_nb" / "ui" / "partition_view.js"
+CSS = JS.with_suffix(".css")
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="node is not on PATH")
 
@@ -53,7 +57,8 @@ def test_xint8_traits_match_the_program(xint8_model):
     assert view.summary["subgraphs"] == len(program.subgraphs)
     assert view.summary["precisions"] == program.precisions and "XINT8" in program.precisions
     assert view.summary["npu_share"] == pytest.approx(100 * len(npu_rows) / len(view.nodes), abs=0.01)
-    assert view.summary["compiler"] == "X2"  # XINT8 on Strix: the X2 compiler (NPU_SPEC §2.1)
+    assert view.summary["npu_share"] == round(100 * program.npu_share, 2)  # the one definition of the share
+    assert view.summary["compiler"] == "X2"  # XINT8 on Strix: the X2 compiler (docs/npu-compilers.md#compilers)
     assert cpu_rows, "the input quantizer stays on the CPU"
     assert all(n["reason"].strip() for n in cpu_rows), "every CPU node says why"
     assert all(n["subgraph"] is None for n in cpu_rows)
@@ -61,7 +66,7 @@ def test_xint8_traits_match_the_program(xint8_model):
     assert {"index", "name", "op", "device", "precision", "reason", "subgraph", "quantizer",
             "inputs", "outputs"} <= set(view.nodes[0])
     assert any(n["quantizer"] for n in view.nodes) and not all(n["quantizer"] for n in view.nodes)
-    assert {t["name"] for t in view.targets} == {"PHX", "HPT", "STX", "KRK", "STXH"}
+    assert {t["name"] for t in view.facts["targets"]} == {"PHX", "HPT", "STX", "KRK", "STXH"}
     json.dumps(view.get_state())  # everything synced is JSON: nothing the front end cannot receive
     assert view.error == "" and view.errors.last_error is None
 
@@ -69,7 +74,7 @@ def test_xint8_traits_match_the_program(xint8_model):
 def test_fp32_model_on_strix_compiles_as_bf16(fp32_model):
     view = PartitionView(fp32_model, target="STX")
     ops = [n for n in view.nodes if not n["quantizer"]]
-    # VAIML compiles an FP32 model as BF16 on XDNA2 (NPU_SPEC §4.4)
+    # VAIML compiles an FP32 model as BF16 on XDNA2 (docs/npu-numerics.md#bf16)
     assert ops and all(n["device"] == "NPU" and n["precision"] == "BF16" for n in ops)
     assert view.summary["precisions"] == {"BF16": len(ops)}
     assert view.summary["compiler"] == "VAIML"
@@ -164,8 +169,29 @@ def test_large_model(large_model):
 
 def test_assets_are_the_widget_sources():
     assert PartitionView._esm == JS.read_text(encoding="utf-8")
+    assert PartitionView._css == CSS.read_text(encoding="utf-8")
     assert "rnb-partition-view" in PartitionView._esm and "data-node-count" in PartitionView._esm
     assert ".rnb-partition-view" in PartitionView._css
+
+
+def test_the_facts_trait_is_the_spec(xint8_model):
+    """The front end shows the precisions, colours and targets of ryzen_nb.spec, received in a trait."""
+    view = PartitionView(xint8_model)
+    spec = facts()
+    assert view.facts["precisions"] == spec["precisions"] and view.facts["devices"] == spec["devices"]
+    assert view.facts["targets"] == spec["targets"]
+    assert [p["name"] for p in view.facts["precisions"]] == list(PRECISIONS)
+    xint8 = next(p for p in view.facts["precisions"] if p["name"] == "XINT8")
+    assert xint8["colour"] == PRECISIONS["XINT8"].colour and set(xint8["targets"]) == {"PHX", "HPT", "STX", "KRK", "STXH"}
+    assert {d["name"]: d["colour"] for d in view.facts["devices"]} == {n: d.colour for n, d in DEVICES.items()}
+
+
+def test_no_fact_is_typed_twice_in_the_front_end():
+    """No precision colour, device colour or list of precision names is written in the JS or CSS."""
+    sources = JS.read_text(encoding="utf-8") + CSS.read_text(encoding="utf-8")
+    for colour in [p.colour for p in PRECISIONS.values()] + [d.colour for d in DEVICES.values()]:
+        assert colour.lower() not in sources.lower(), f"{colour} is a fact of ryzen_nb.spec, typed again"
+    assert '"A16W8"' not in sources and "'A16W8'" not in sources
 
 
 # -- the front end ------------------------------------------------------------------------------------
@@ -188,9 +214,31 @@ def run_js(body: str) -> object:
 @needs_node
 def test_js_module_shape():
     # importing must not touch the DOM (node has none): only render() does
-    out = run_js("console.log(JSON.stringify([typeof pv.default.render, pv.PRECISIONS, Object.keys(pv.PRECISION_COLOURS)]))")
-    assert out[0] == "function"
-    assert out[1] == ["XINT8", "A8W8", "A16W8", "BF16", "BFP16", "MX", "FP32"] == out[2]
+    out = run_js("console.log(JSON.stringify([typeof pv.default.render, typeof pv.indexFacts, typeof pv.legendEntries,"
+                 " 'PRECISIONS' in pv, 'PRECISION_COLOURS' in pv]))")
+    assert out == ["function", "function", "function", False, False]
+
+
+@needs_node
+def test_js_reads_precisions_and_colours_from_the_facts():
+    spec = json.dumps(facts())
+    out = run_js(f"""
+      const f = pv.indexFacts({spec});
+      const legend = pv.legendEntries(f, {{XINT8: 12, BF16: 0}});
+      const none = pv.indexFacts(null);
+      console.log(JSON.stringify([legend, f.precision.get("A8W8").colour, Object.fromEntries(f.deviceColour),
+        f.targets.map((t) => t.name), none.precisions, pv.legendEntries(none, {{XINT8: 3}})]))""")
+    legend, a8w8, devices, targets, no_precisions, no_legend = out
+    # the legend: the precisions some NPU runs, in the spec's order, with their counts; INT and OTHER stay out
+    assert [e["name"] for e in legend] == [p.name for p in PRECISIONS.values() if p.targets]
+    assert [e["name"] for e in legend] == ["XINT8", "A8W8", "A16W8", "BF16", "BFP16", "MX", "FP32"]
+    assert legend[0] == {"name": "XINT8", "label": PRECISIONS["XINT8"].label, "colour": PRECISIONS["XINT8"].colour,
+                         "count": 12}
+    assert all(e["count"] == 0 for e in legend[1:])
+    assert a8w8 == PRECISIONS["A8W8"].colour
+    assert devices == {"NPU": DEVICES["NPU"].colour, "CPU": DEVICES["CPU"].colour}
+    assert targets == ["PHX", "HPT", "STX", "KRK", "STXH"]
+    assert no_precisions == [] and no_legend == []  # no facts yet: nothing invented
 
 
 @needs_node

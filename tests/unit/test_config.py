@@ -31,7 +31,7 @@ def test_xint8_semantics() -> None:
     s = resolve("XINT8")
     assert s.activation.power_of_two and s.weight.power_of_two and s.activation.method == "MinMSE"
     assert s.activation.symmetric and not s.weight.per_channel
-    assert s.bias == "weight"  # int8 power-of-two bias (NPU_SPEC A10)
+    assert s.bias == "weight"  # int8 power-of-two bias (A10, docs/npu-numerics.md#xint8-definition)
     assert s.fold_activations and s.npu_legality and s.dpu_rewrites["ConvertLeakyReluToDPUVersion"]
     a8 = resolve("A8W8")
     assert a8.bias == "int32" and not a8.activation.power_of_two and not a8.align_slice and a8.fold_activations

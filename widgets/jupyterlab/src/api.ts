@@ -2,6 +2,7 @@ import { URLExt } from '@jupyterlab/coreutils';
 import { ServerConnection } from '@jupyterlab/services';
 
 import { errorMessage } from './render';
+import type { IFacts } from './types';
 
 /** A request to ryzen-nb's server extension failed; the message is written for a person. */
 export class RyzenNBRequestError extends Error {
@@ -40,6 +41,23 @@ export async function requestAPI<T>(
     throw new RyzenNBRequestError(errorMessage(response.status, data), response.status);
   }
   return data as T;
+}
+
+let factsRequest: Promise<IFacts> | null = null;
+
+/**
+ * The NPU facts (``GET /ryzen-nb/facts``): precisions with labels and colours, device colours,
+ * targets. Asked once per page, since they change only with ryzen-nb itself; a failed request is
+ * asked again the next time.
+ */
+export function getFacts(): Promise<IFacts> {
+  if (!factsRequest) {
+    factsRequest = requestAPI<IFacts>('facts').catch((error: unknown) => {
+      factsRequest = null;
+      throw error;
+    });
+  }
+  return factsRequest;
 }
 
 export function postJSON<T>(endpoint: string, body: Record<string, unknown>): Promise<T> {

@@ -2,9 +2,20 @@
  * Pure functions from the server's JSON to HTML strings and messages: everything the ONNX viewer
  * shows is decided here, so it is unit-tested in Node without a browser (test/render.test.ts).
  * Every value that comes from a model file (names, op types, reasons) is escaped.
+ *
+ * No NPU fact is written here: the precisions, their labels and colours, the device colours and the
+ * targets come from the server (GET /ryzen-nb/facts, ryzen_nb.spec.facts()) as an IFacts.
  */
 
-import type { ICopyResult, INodeInfo, IOnnxSummary, IPartition, ITensorInfo } from './types';
+import type {
+  ICopyResult,
+  IFacts,
+  INodeInfo,
+  IOnnxSummary,
+  IPartition,
+  IPrecisionInfo,
+  ITensorInfo
+} from './types';
 
 export function escapeHTML(value: unknown): string {
   return String(value)
@@ -38,10 +49,81 @@ export function formatMs(ms: number): string {
   return ms >= 100 ? `${ms.toFixed(0)} ms` : ms >= 1 ? `${ms.toFixed(2)} ms` : `${(ms * 1000).toFixed(0)} µs`;
 }
 
-/** The share of operators (quantizer nodes not counted) on the NPU, in percent with one decimal. */
+/**
+ * The share of the model on the NPU, in percent with one decimal: the server's NPUProgram.npu_share
+ * (every node counted, quantizers included, as the Vitis AI EP log counts them), never recomputed here.
+ */
 export function npuShare(partition: IPartition): number {
-  const total = partition.npu_operators + partition.cpu_operators;
-  return total ? Math.round((1000 * partition.npu_operators) / total) / 10 : 0;
+  return Math.round(10 * (Number(partition.npu_share) || 0)) / 10;
+}
+
+/** A colour from the server, or '' when it is not a plain hex colour (it goes into a style attribute). */
+export function safeColour(colour: unknown): string {
+  return typeof colour === 'string' && /^#[0-9a-fA-F]{3,8}$/.test(colour) ? colour : '';
+}
+
+/** The record of a precision in the facts, if the facts have one. */
+export function precisionInfo(facts: IFacts | null, name: string): IPrecisionInfo | undefined {
+  return facts?.precisions.find(p => p.name === name);
+}
+
+/**
+ * The CSS variables that colour the devices, from the facts: the stylesheet reads
+ * ``var(--rnb-device-npu)`` and ``var(--rnb-device-cpu)`` and defines no colour of its own.
+ */
+export function deviceColourVariables(facts: IFacts | null): Array<[string, string]> {
+  return (facts?.devices ?? [])
+    .filter(d => safeColour(d.colour))
+    .map(d => [`--rnb-device-${d.name.toLowerCase()}`, d.colour] as [string, string]);
+}
+
+/** A precision as a coloured chip with its label and description as the tooltip; plain text without a colour. */
+export function precisionChip(precision: string, facts: IFacts | null): string {
+  const info = precisionInfo(facts, precision);
+  const colour = safeColour(info?.colour);
+  if (!info || !colour) {
+    return `<span class="rnb-prec-plain">${escapeHTML(precision || '–')}</span>`;
+  }
+  const title = info.description ? `${info.label}. ${info.description}` : info.label;
+  return (
+    `<span class="rnb-chip rnb-prec" style="background:${colour}" title="${escapeHTML(title)}">` +
+    `${escapeHTML(precision)}</span>`
+  );
+}
+
+/**
+ * The legend: the precisions some target's NPU runs, in the facts' order, each with its count of NPU
+ * operators (``partition.precisions``); precisions no NPU runs (INT, OTHER) stay out of it.
+ */
+export function renderLegend(perPrecision: Record<string, number>, facts: IFacts | null): string {
+  const entries = (facts?.precisions ?? []).filter(p => p.targets.length > 0);
+  if (!entries.length) {
+    return '';
+  }
+  return (
+    '<div class="rnb-legend">' +
+    entries
+      .map(p => {
+        const count = perPrecision[p.name] ?? 0;
+        return (
+          `<span class="rnb-legend-item${count ? '' : ' rnb-muted'}" title="${escapeHTML(p.label)}">` +
+          `<span class="rnb-swatch" style="background:${safeColour(p.colour)}"></span>` +
+          `${escapeHTML(count ? `${p.name} ${count}` : p.name)}</span>`
+        );
+      })
+      .join('') +
+    '</div>'
+  );
+}
+
+/** The target menu: every target of the facts, "STX — Strix Point (Ryzen AI 300)". */
+export function targetOptions(facts: IFacts | null): Array<[string, string]> {
+  return (facts?.targets ?? []).map(t => [t.name, `${t.name} — ${t.label}`]);
+}
+
+/** The precision menu the server offers for a file, each entry with its label when it is a precision. */
+export function precisionOptions(menu: string[], facts: IFacts | null): Array<[string, string]> {
+  return menu.map(p => [p, precisionInfo(facts, p)?.label ?? p]);
 }
 
 /** One line, as a person would say it: "NPU 78 ops · CPU 2 ops · 97.5% on NPU · 1 NPU subgraph". */
@@ -133,21 +215,23 @@ export function renderSummary(summary: IOnnxSummary): string {
   );
 }
 
-function nodeRow(node: INodeInfo, index: number): string {
+function nodeRow(node: INodeInfo, index: number, facts: IFacts | null): string {
   const device = node.device === 'NPU' ? 'rnb-npu' : 'rnb-cpu';
   return (
     `<tr class="${device}"><td>${index}</td><td class="rnb-op">${escapeHTML(node.op)}</td>` +
     `<td class="rnb-name">${escapeHTML(node.name)}</td>` +
     `<td><span class="rnb-chip ${device}">${escapeHTML(node.device)}</span></td>` +
-    `<td>${escapeHTML(node.precision)}</td><td class="rnb-reason">${node.device === 'CPU' ? escapeHTML(node.reason) : ''}</td></tr>`
+    `<td>${precisionChip(node.precision, facts)}</td>` +
+    `<td class="rnb-reason">${node.device === 'CPU' ? escapeHTML(node.reason) : ''}</td></tr>`
   );
 }
 
 /**
- * The partition for one target and precision: the headline, the latency estimate, why operators
- * stay on the CPU, and every operator (quantizer nodes only on request: they are most of a QDQ graph).
+ * The partition for one target and precision: the headline, the precisions on the NPU, the latency
+ * estimate, why operators stay on the CPU, and every operator (quantizer nodes only on request: they
+ * are most of a QDQ graph). ``facts`` labels and colours the precisions.
  */
-export function renderPartition(partition: IPartition, showQuantizers = false): string {
+export function renderPartition(partition: IPartition, facts: IFacts | null, showQuantizers = false): string {
   const breakdown = Object.entries(partition.latency_breakdown_ms)
     .map(([k, v]) => `${escapeHTML(k)} ${escapeHTML(formatMs(v))}`)
     .join(' · ');
@@ -168,12 +252,13 @@ export function renderPartition(partition: IPartition, showQuantizers = false): 
   const rows = partition.nodes
     .map((node, i) => [node, i] as const)
     .filter(([node]) => showQuantizers || !node.quantizer)
-    .map(([node, i]) => nodeRow(node, i))
+    .map(([node, i]) => nodeRow(node, i, facts))
     .join('');
   const hidden = partition.nodes.filter(n => n.quantizer).length;
   return (
     '<section class="rnb-partition">' +
     `<p class="rnb-headline">${escapeHTML(partitionHeadline(partition))}</p>` +
+    renderLegend(partition.precisions, facts) +
     `<p class="rnb-latency">estimated latency on ${escapeHTML(partition.target)}: ` +
     `<b>${escapeHTML(formatMs(partition.latency_ms))}</b> <span class="rnb-muted">(${breakdown}; ` +
     `${escapeHTML(partition.latency_note)})</span></p>` +

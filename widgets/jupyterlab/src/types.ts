@@ -21,11 +21,45 @@ export interface ITensorInfo {
   dtype: string;
 }
 
+/** One NPU target of ryzen_nb.spec.targets (the fields the viewer reads; the server sends them all). */
 export interface ITargetInfo {
   name: string;
   label: string;
   generation: string;
+  /** the precisions its NPU runs */
   precisions: string[];
+  /** compiler per precision: X1, X2, VAIML */
+  compilers: Record<string, string>;
+}
+
+/** One precision of the NPU partition (ryzen_nb.spec.precisions), as every view shows it. */
+export interface IPrecisionInfo {
+  name: string;
+  label: string;
+  colour: string;
+  description: string;
+  activations: string;
+  weights: string;
+  /** the precision the NPU computes it in, when another one (MX and FP32: BF16) */
+  runs_as: string | null;
+  /** the targets whose NPU runs it */
+  targets: string[];
+}
+
+/** Where a node runs: NPU or CPU, with its colour. */
+export interface IDeviceInfo {
+  name: string;
+  colour: string;
+  description: string;
+}
+
+/** The NPU facts the server hands the front end (GET /ryzen-nb/facts = ryzen_nb.spec.facts()). */
+export interface IFacts {
+  /** in legend order */
+  precisions: IPrecisionInfo[];
+  devices: IDeviceInfo[];
+  targets: ITargetInfo[];
+  default_target: string;
 }
 
 export interface INodeInfo {
@@ -42,8 +76,11 @@ export interface IPartition {
   target: string;
   ep_log: string;
   nodes: INodeInfo[];
+  /** nodes on the NPU and the CPU, counted as the Vitis AI EP log counts them (quantizers included) */
   npu_operators: number;
   cpu_operators: number;
+  /** percent of the model on the NPU, two decimals: NPUProgram.npu_share, as the EP log prints it */
+  npu_share: number;
   npu_subgraphs: number;
   precisions: Record<string, number>;
   cpu_reasons: Array<Record<string, unknown>>;
@@ -64,8 +101,8 @@ export interface IOnnxSummary {
   op_histogram: Record<string, number>;
   parameters: number;
   quantized: boolean;
+  /** the precision menu: "as-is", then the presets the server can quantize the file with */
   precisions: string[];
-  targets: ITargetInfo[];
   target: string;
   precision: string;
   partition: IPartition | null;

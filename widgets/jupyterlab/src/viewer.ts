@@ -2,17 +2,26 @@
  * The ONNX viewer: opening an .onnx file shows its summary and, for a chosen NPU target and
  * precision, the emulated partition and latency estimate computed by the server extension.
  * The file's bytes never travel to the browser (the model factory's fileFormat is null): the
- * server reads the model where it lies.
+ * server reads the model where it lies. The targets, precisions and their colours are the server's
+ * facts (GET /ryzen-nb/facts); the first request names no target or precision, so the server's
+ * defaults apply.
  */
 
 import { ABCWidgetFactory, DocumentRegistry, DocumentWidget, TextModelFactory } from '@jupyterlab/docregistry';
 import type { CommandRegistry } from '@lumino/commands';
 import { Widget } from '@lumino/widgets';
 
-import { requestAPI } from './api';
+import { getFacts, requestAPI } from './api';
 import { ryzenIcon } from './icon';
-import { escapeHTML, renderPartition, renderSummary } from './render';
-import type { IOnnxSummary } from './types';
+import {
+  deviceColourVariables,
+  escapeHTML,
+  precisionOptions,
+  renderPartition,
+  renderSummary,
+  targetOptions
+} from './render';
+import type { IFacts, IOnnxSummary } from './types';
 
 export const MODEL_FACTORY = 'ryzen-nb-onnx';
 export const VIEWER_FACTORY = 'ryzen-nb ONNX viewer';
@@ -61,8 +70,9 @@ export class OnnxViewer extends Widget {
     const [precisionLabel, precision] = select('precision', 'rnb-precision');
     this._target = target;
     this._precision = precision;
-    setOptions(target, [['STX', 'STX']], 'STX');
-    setOptions(precision, [['as-is', 'as-is']], 'as-is');
+    // filled from the server's first answer: until then no choice is made here
+    setOptions(target, [], '');
+    setOptions(precision, [], '');
     const quantizers = document.createElement('label');
     quantizers.className = 'rnb-control';
     this._showQuantizers = document.createElement('input');
@@ -96,30 +106,31 @@ export class OnnxViewer extends Widget {
   /** Ask the server for the summary and partition for the chosen target and precision. */
   async refresh(): Promise<void> {
     const request = ++this._requests;
-    const query = new URLSearchParams({
-      path: this._context.localPath,
-      target: this._target.value || 'STX',
-      precision: this._precision.value || 'as-is'
-    });
+    const query = new URLSearchParams({ path: this._context.localPath });
+    if (this._target.value) {
+      query.set('target', this._target.value);
+    }
+    if (this._precision.value) {
+      query.set('precision', this._precision.value);
+    }
     this._showStatus('busy', 'Compiling for the emulated NPU…');
     try {
-      const summary = await requestAPI<IOnnxSummary>(`onnx?${query.toString()}`);
+      const [summary, facts] = await Promise.all([
+        requestAPI<IOnnxSummary>(`onnx?${query.toString()}`),
+        getFacts()
+      ]);
       if (request !== this._requests || this.isDisposed) {
         return; // a newer choice of target or precision is on its way
       }
       this._summary = summary;
+      this._facts = facts;
+      for (const [name, colour] of deviceColourVariables(facts)) {
+        this.node.style.setProperty(name, colour);
+      }
       this._showStatus('', '');
       this._summaryNode.innerHTML = renderSummary(summary);
-      setOptions(
-        this._target,
-        summary.targets.map(t => [t.name, `${t.name} — ${t.label}`]),
-        summary.target
-      );
-      setOptions(
-        this._precision,
-        summary.precisions.map(p => [p, p]),
-        summary.precision
-      );
+      setOptions(this._target, targetOptions(facts), summary.target);
+      setOptions(this._precision, precisionOptions(summary.precisions, facts), summary.precision);
       this._renderPartition();
     } catch (error) {
       if (request !== this._requests || this.isDisposed) {
@@ -140,7 +151,7 @@ export class OnnxViewer extends Widget {
     if (summary.partition_error) {
       this._partitionNode.innerHTML = `<div class="rnb-error" role="alert">${escapeHTML(summary.partition_error)}</div>`;
     } else if (summary.partition) {
-      this._partitionNode.innerHTML = renderPartition(summary.partition, this._showQuantizers.checked);
+      this._partitionNode.innerHTML = renderPartition(summary.partition, this._facts, this._showQuantizers.checked);
     }
   }
 
@@ -152,6 +163,7 @@ export class OnnxViewer extends Widget {
 
   private _requests = 0;
   private _summary: IOnnxSummary | null = null;
+  private _facts: IFacts | null = null;
   private readonly _target: HTMLSelectElement;
   private readonly _precision: HTMLSelectElement;
   private readonly _showQuantizers: HTMLInputElement;

@@ -5,6 +5,7 @@ import { test } from 'node:test';
 
 import {
   copyNotice,
+  deviceColourVariables,
   errorMessage,
   escapeHTML,
   formatCount,
@@ -12,24 +13,62 @@ import {
   formatShape,
   npuShare,
   partitionHeadline,
+  precisionChip,
+  precisionOptions,
   renderHistogram,
+  renderLegend,
   renderPartition,
-  renderSummary
+  renderSummary,
+  safeColour,
+  targetOptions
 } from '../src/render';
-import type { INodeInfo, IOnnxSummary, IPartition } from '../src/types';
+import type { IFacts, INodeInfo, IOnnxSummary, IPartition, IPrecisionInfo } from '../src/types';
+
+function precision(name: string, colour: string, targets: string[]): IPrecisionInfo {
+  return {
+    name,
+    label: `${name}: a label`,
+    colour,
+    description: `what ${name} <is>`,
+    activations: 'a',
+    weights: 'w',
+    runs_as: null,
+    targets
+  };
+}
+
+/** Facts as the server sends them (ryzen_nb.spec.facts()); the values are the test's own. */
+const facts: IFacts = {
+  precisions: [
+    precision('XINT8', '#112233', ['PHX', 'STX']),
+    precision('BF16', '#445566', ['STX']),
+    precision('OTHER', '#778899', [])
+  ],
+  devices: [
+    { name: 'NPU', colour: '#00aa00', description: 'runs on the NPU' },
+    { name: 'CPU', colour: '#aa0000', description: 'stays on the CPU' }
+  ],
+  targets: [
+    { name: 'PHX', label: 'Phoenix', generation: 'XDNA', precisions: ['XINT8'], compilers: { XINT8: 'X1' } },
+    { name: 'STX', label: 'Strix Point', generation: 'XDNA2', precisions: ['XINT8', 'BF16'], compilers: {} }
+  ],
+  default_target: 'STX'
+};
 
 function node(name: string, op: string, device: 'NPU' | 'CPU', extra: Partial<INodeInfo> = {}): INodeInfo {
   return { name, op, device, precision: 'XINT8', reason: '', subgraph: 0, quantizer: false, ...extra };
 }
 
+/** A partition as the server answers it: the counts and the share are NPUProgram's (every node counted). */
 function partition(nodes: INodeInfo[]): IPartition {
-  const operators = nodes.filter(n => !n.quantizer);
+  const npu = nodes.filter(n => n.device === 'NPU').length;
   return {
     target: 'STX',
     ep_log: '[Vitis AI EP] No. of Operators :   CPU     2    NPU    78',
     nodes,
-    npu_operators: operators.filter(n => n.device === 'NPU').length,
-    cpu_operators: operators.filter(n => n.device === 'CPU').length,
+    npu_operators: npu,
+    cpu_operators: nodes.length - npu,
+    npu_share: nodes.length ? Math.round((10000 * npu) / nodes.length) / 100 : 0,
     npu_subgraphs: 1,
     precisions: { XINT8: 3 },
     cpu_reasons: [],
@@ -52,7 +91,6 @@ const summary: IOnnxSummary = {
   parameters: 78123,
   quantized: false,
   precisions: ['as-is', 'XINT8'],
-  targets: [{ name: 'STX', label: 'Strix Point', generation: 'XDNA2', precisions: ['XINT8', 'BF16'] }],
   target: 'STX',
   precision: 'as-is',
   partition: null,
@@ -76,16 +114,61 @@ test('shapes, counts and times read as a person writes them', () => {
   assert.equal(formatMs(250.4), '250 ms');
 });
 
-test('the NPU share counts operators, not quantizer nodes', () => {
+test('the NPU share is the server\'s, counted over every node as the EP log counts them', () => {
   const p = partition([
-    node('q', 'QuantizeLinear', 'NPU', { quantizer: true }),
+    node('q', 'QuantizeLinear', 'CPU', { quantizer: true }),
     node('conv', 'Conv', 'NPU'),
     node('relu', 'Relu', 'NPU'),
     node('softmax', 'Softmax', 'CPU', { reason: 'not supported on PHX' })
   ]);
-  assert.equal(npuShare(p), 66.7);
-  assert.equal(partitionHeadline(p), 'NPU 2 ops · CPU 1 ops · 66.7% on NPU · 1 NPU subgraph');
-  assert.equal(npuShare({ ...p, npu_operators: 0, cpu_operators: 0 }), 0);
+  assert.equal(p.npu_share, 50); // 2 of 4 nodes: the quantizer counts
+  assert.equal(npuShare(p), 50);
+  assert.equal(partitionHeadline(p), 'NPU 2 ops · CPU 2 ops · 50% on NPU · 1 NPU subgraph');
+  // shown as the server computed it, never recomputed from the counts
+  assert.equal(npuShare({ ...p, npu_share: 97.46 }), 97.5);
+  assert.equal(npuShare({ ...p, npu_share: 0 }), 0);
+});
+
+test('precisions are labelled and coloured from the facts, with nothing invented without them', () => {
+  const chip = precisionChip('XINT8', facts);
+  assert.match(chip, /class="rnb-chip rnb-prec" style="background:#112233"/);
+  assert.match(chip, /title="XINT8: a label. what XINT8 &lt;is&gt;">XINT8<\/span>/);
+  assert.equal(precisionChip('XINT8', null), '<span class="rnb-prec-plain">XINT8</span>');
+  assert.equal(precisionChip('', facts), '<span class="rnb-prec-plain">–</span>');
+  assert.equal(precisionChip('<b>', facts), '<span class="rnb-prec-plain">&lt;b&gt;</span>');
+  const bad: IFacts = { ...facts, precisions: [precision('XINT8', 'red;background:url(x)', ['STX'])] };
+  assert.equal(precisionChip('XINT8', bad), '<span class="rnb-prec-plain">XINT8</span>');
+  assert.equal(safeColour('#abc'), '#abc');
+  assert.equal(safeColour('#a1b2c3d4'), '#a1b2c3d4');
+  assert.equal(safeColour('red'), '');
+  assert.equal(safeColour(undefined), '');
+});
+
+test('the legend lists the precisions some NPU runs, in the facts\' order, with their counts', () => {
+  const html = renderLegend({ BF16: 7 }, facts);
+  assert.ok(html.indexOf('XINT8') < html.indexOf('BF16 7'));
+  assert.match(html, /<span class="rnb-legend-item rnb-muted" title="XINT8: a label"><span class="rnb-swatch" style="background:#112233"><\/span>XINT8<\/span>/);
+  assert.match(html, /<span class="rnb-legend-item" title="BF16: a label">.*BF16 7<\/span>/);
+  assert.doesNotMatch(html, /OTHER/); // no target runs it
+  assert.equal(renderLegend({ XINT8: 3 }, null), '');
+});
+
+test('menus and device colours come from the facts', () => {
+  assert.deepEqual(targetOptions(facts), [
+    ['PHX', 'PHX — Phoenix'],
+    ['STX', 'STX — Strix Point']
+  ]);
+  assert.deepEqual(targetOptions(null), []);
+  assert.deepEqual(precisionOptions(['as-is', 'XINT8', 'A8W8'], facts), [
+    ['as-is', 'as-is'],
+    ['XINT8', 'XINT8: a label'],
+    ['A8W8', 'A8W8']
+  ]);
+  assert.deepEqual(deviceColourVariables(facts), [
+    ['--rnb-device-npu', '#00aa00'],
+    ['--rnb-device-cpu', '#aa0000']
+  ]);
+  assert.deepEqual(deviceColourVariables(null), []);
 });
 
 test('the partition lists CPU reasons grouped, hides quantizer nodes unless asked', () => {
@@ -95,16 +178,18 @@ test('the partition lists CPU reasons grouped, hides quantizer nodes unless aske
     node('a', 'Softmax', 'CPU', { reason: 'Softmax <unsupported>' }),
     node('b', 'Softmax', 'CPU', { reason: 'Softmax <unsupported>' })
   ]);
-  const html = renderPartition(p);
+  const html = renderPartition(p, facts);
   assert.match(html, /<b>2×<\/b> Softmax &lt;unsupported&gt;/);
+  assert.match(html, /<div class="rnb-legend">/);
+  assert.match(html, /<td><span class="rnb-chip rnb-prec" style="background:#112233"/);
   assert.match(html, /1 quantizer nodes hidden/);
   assert.doesNotMatch(html, /QuantizeLinear/);
   assert.match(html, /estimated latency on STX: <b>1.23 ms<\/b>/);
   assert.match(html, /Vitis AI EP/);
-  const all = renderPartition(p, true);
+  const all = renderPartition(p, facts, true);
   assert.match(all, /QuantizeLinear/);
   assert.doesNotMatch(all, /quantizer nodes hidden/);
-  assert.match(renderPartition(partition([node('conv', 'Conv', 'NPU')])), /Every operator runs on the NPU/);
+  assert.match(renderPartition(partition([node('conv', 'Conv', 'NPU')]), null), /Every operator runs on the NPU/);
 });
 
 test('the summary escapes names from the model file and lists inputs and outputs', () => {

@@ -1,11 +1,14 @@
 // PartitionView: the model as a compact layer list, coloured by device (NPU/CPU) and precision,
-// with the reason for every CPU node. Front end of ryzen_nb.ui.partition.PartitionView.
+// with the reason for every CPU node. Front end of ryzen_nb.ui.partition.PartitionView, which sits
+// beside this file (ryzen_nb/ui/partition.py).
 //
 // Plain ES module for anywidget (>= 0.9): no build step, no imports, no network. Only the standard
 // anywidget mechanisms are used (synced traits, model.on("change:..."), model.set + save_changes)
 // so it runs the same in JupyterLab 4, Notebook 7 and VS Code.
 //
-// Synced traits read here: nodes, summary, target, targets, selected, error.
+// Synced traits read here: nodes, summary, target, facts, selected, error. `facts` is
+// ryzen_nb.spec.facts() (precisions with their labels and colours, device colours, targets): this
+// file names no precision, colour of a precision or device, or target itself.
 // Written here: selected (a click on a row or a minimap cell), target (the header's dropdown) and
 // error (dismissing the red banner).
 //
@@ -17,23 +20,41 @@
 export const ROW_HEIGHT = 24;
 /** Rows rendered above and below the visible ones, so fast scrolling does not show blanks. */
 export const MARGIN_ROWS = 12;
-/** The precisions of the legend, in the order the NPU documentation lists them. */
-export const PRECISIONS = ["XINT8", "A8W8", "A16W8", "BF16", "BFP16", "MX", "FP32"];
-/** One colour per precision: saturated enough for white text on light and dark themes. */
-export const PRECISION_COLOURS = {
-  XINT8: "#1f6fb4",
-  A8W8: "#138a9c",
-  A16W8: "#7b4fb0",
-  BF16: "#2b8a3e",
-  BFP16: "#8a7a00",
-  MX: "#b0417f",
-  FP32: "#6b6b6b",
-};
-/** Device colours of the minimap and badges (CPU stands out: it is what the user looks for). */
-export const DEVICE_COLOURS = { NPU: "#2e9d6a", CPU: "#d9534f" };
 const HIGHLIGHT = "#f0a800"; // selection and viewport marks: visible on light and dark backgrounds
+const UNCOLOURED = "#888"; // minimap cells of a device the facts give no colour (facts not received yet)
 
 // -- pure helpers (exported for the tests, no DOM) ---------------------------------------------------
+
+/**
+ * The `facts` trait, indexed for lookups. Missing parts read as empty: a view without facts shows
+ * uncoloured badges rather than failing.
+ *
+ *   const f = indexFacts({precisions: [{name: "XINT8", colour: "#123456"}], devices: [], targets: []});
+ *   f.precision.get("XINT8").colour   // -> "#123456"
+ */
+export function indexFacts(facts) {
+  const list = (value) => (Array.isArray(value) ? value : []);
+  const precisions = list(facts && facts.precisions);
+  const devices = list(facts && facts.devices);
+  return {
+    precisions,
+    precision: new Map(precisions.map((p) => [p.name, p])),
+    deviceColour: new Map(devices.map((d) => [d.name, d.colour])),
+    targets: list(facts && facts.targets),
+  };
+}
+
+/**
+ * The legend: the precisions some target's NPU runs, in the order of the facts, each with its count
+ * of NPU operators (`perPrecision`, the summary's `precisions`). Precisions no NPU runs (INT, OTHER)
+ * only ever label CPU nodes and stay out of it.
+ */
+export function legendEntries(indexed, perPrecision) {
+  const counts = perPrecision || {};
+  return indexed.precisions
+    .filter((p) => Array.isArray(p.targets) && p.targets.length > 0)
+    .map((p) => ({ name: p.name, label: p.label || p.name, colour: p.colour, count: Number(counts[p.name] || 0) }));
+}
 
 /**
  * The rows to put in the DOM for a scroll position: `{start, end}`, `end` exclusive.
@@ -114,14 +135,15 @@ function h(tag, className, text) {
   return e;
 }
 
-function precisionBadge(precision) {
+function precisionBadge(precision, indexed) {
   const badge = h("span", "rnb-pv-badge rnb-pv-prec", precision || "–");
-  const colour = PRECISION_COLOURS[precision];
-  if (colour) {
-    badge.style.background = colour;
-    badge.style.borderColor = colour;
+  const record = indexed.precision.get(precision);
+  if (record && record.colour) {
+    badge.style.background = record.colour;
+    badge.style.borderColor = record.colour;
+    badge.title = record.description ? `${record.label}. ${record.description}` : record.label || precision;
   } else {
-    badge.classList.add("rnb-pv-prec-other"); // quantizers without a precision, INT4, OTHER...
+    badge.classList.add("rnb-pv-prec-other"); // a quantizer that converts on the CPU has no precision
   }
   return badge;
 }
@@ -152,6 +174,7 @@ function render({ model, el }) {
     filterTimer: 0,
     pendingTarget: null, // the target this view asked the kernel for, until the kernel answers
     layout: minimapLayout(600, 0),
+    facts: indexFacts(null),
   };
 
   const root = h("div", "rnb-partition-view");
@@ -218,12 +241,20 @@ function render({ model, el }) {
   root.append(header, errorBanner, minimap, controls, listHead, scroller, empty, details);
   el.append(root);
 
+  // -- facts: colours of the devices (CSS variables of the stylesheet and the minimap) -----------------
+  function loadFacts() {
+    state.facts = indexFacts(model.get("facts"));
+    for (const [device, colour] of state.facts.deviceColour) {
+      if (colour) root.style.setProperty(`--rnb-pv-${String(device).toLowerCase()}`, colour);
+    }
+  }
+
   // -- header ------------------------------------------------------------------------------------
   function renderHeader() {
     const s = model.get("summary") || {};
     modelName.textContent = s.model || "model";
     modelName.title = s.model || "";
-    const targets = model.get("targets") || [];
+    const targets = state.facts.targets;
     const current = model.get("target") || s.target || "";
     targetSelect.replaceChildren();
     const names = targets.map((t) => (typeof t === "string" ? t : t.name));
@@ -245,13 +276,13 @@ function render({ model, el }) {
     );
 
     legend.replaceChildren();
-    const perPrecision = s.precisions || {};
-    for (const p of PRECISIONS) {
+    for (const entry of legendEntries(state.facts, s.precisions)) {
       const item = h("span", "rnb-pv-legend-item");
+      item.title = entry.label;
       const swatch = h("span", "rnb-pv-swatch");
-      swatch.style.background = PRECISION_COLOURS[p];
-      item.append(swatch, document.createTextNode(perPrecision[p] ? `${p} ${perPrecision[p]}` : p));
-      if (!perPrecision[p]) item.classList.add("rnb-pv-legend-absent");
+      swatch.style.background = entry.colour;
+      item.append(swatch, document.createTextNode(entry.count ? `${entry.name} ${entry.count}` : entry.name));
+      if (!entry.count) item.classList.add("rnb-pv-legend-absent");
       legend.append(item);
     }
   }
@@ -301,7 +332,7 @@ function render({ model, el }) {
     const device = h("span", "rnb-pv-cell rnb-pv-device");
     device.append(deviceBadge(node.device));
     const precision = h("span", "rnb-pv-cell rnb-pv-precision");
-    precision.append(precisionBadge(node.precision));
+    precision.append(precisionBadge(node.precision, state.facts));
     row.append(h("span", "rnb-pv-cell rnb-pv-idx", node.index), h("span", "rnb-pv-cell rnb-pv-op", node.op),
       name, device, precision, subgraph, reason);
     return row;
@@ -334,7 +365,7 @@ function render({ model, el }) {
     const at = (i) => [(i % layout.cols) * layout.pitch, Math.floor(i / layout.cols) * layout.lineHeight + 1];
     // quantizers are drawn faded: they follow their neighbours and would otherwise dominate
     for (const [device, quantizer] of [["NPU", false], ["NPU", true], ["CPU", false], ["CPU", true]]) {
-      ctx.fillStyle = DEVICE_COLOURS[device];
+      ctx.fillStyle = state.facts.deviceColour.get(device) || UNCOLOURED;
       ctx.globalAlpha = quantizer ? 0.4 : 1;
       state.rows.forEach((n, i) => {
         if ((n.device === "NPU") === (device === "NPU") && Boolean(n.quantizer) === quantizer) {
@@ -449,7 +480,7 @@ function render({ model, el }) {
     close.title = "Close (Esc)";
     close.addEventListener("click", () => select(""));
     head.append(h("span", "rnb-pv-idx", `#${node.index}`), h("b", "rnb-pv-op", node.op), name,
-      deviceBadge(node.device), precisionBadge(node.precision), close);
+      deviceBadge(node.device), precisionBadge(node.precision, state.facts), close);
     const facts = h("div", "rnb-pv-details-facts");
     const where = node.device === "NPU"
       ? `NPU subgraph ${node.subgraph ?? "–"}${node.quantizer ? " (quantizer)" : ""}`
@@ -555,7 +586,12 @@ function render({ model, el }) {
       if (model.get("target") !== state.pendingTarget) answered();
       renderHeader();
     },
-    "change:targets": renderHeader,
+    "change:facts": () => {
+      loadFacts();
+      renderHeader();
+      renderDetails();
+      schedule(); // the rows' badges and the minimap
+    },
     "change:selected": onSelected,
     "change:error": () => {
       if (model.get("error")) answered();
@@ -568,6 +604,7 @@ function render({ model, el }) {
   const resize = typeof ResizeObserver === "function" ? new ResizeObserver(() => schedule()) : null;
   if (resize) resize.observe(root);
 
+  loadFacts();
   renderHeader();
   renderError();
   loadNodes();
