@@ -7,7 +7,7 @@ and the typed option records the algorithms read (:class:`CLEOptions`, :class:`F
 The config (:mod:`ryzen_nb.quantization.config`), the engine's settings, the config builder and the
 Quark-compatible classes (:mod:`ryzen_nb.quark`) all read defaults from here.
 
-Names and defaults follow AMD Quark's ONNX quantizer (NPU_SPEC §5.2–5.3) so a config copied from
+Names and defaults follow AMD Quark's ONNX quantizer (docs/quark.md#built-in-configs, docs/quark.md#npu-extra-options) so a config copied from
 the Ryzen AI or Quark documentation works unchanged. An unknown key is an error suggesting the
 closest known one (Quark's legacy API silently ignores it).
 """
@@ -23,7 +23,7 @@ from ryzen_nb.errors import ConfigError, UnknownNameError
 from ryzen_nb.spec.operators import MAC_OPS
 
 __all__ = ["Option", "EXTRA_OPTIONS", "NESTED", "default", "check_extra_options", "CLEOptions", "FineTuneOptions",
-           "MixedPrecisionOptions", "FINETUNE_ALGORITHM_DEFAULTS"]
+           "MixedPrecisionOptions", "FINETUNE_ALGORITHM_DEFAULTS", "FINETUNE_CLASS_DEFAULTS"]
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ EXTRA_OPTIONS: dict[str, Option] = {
         _o("CopyBiasInit", None, "", "accepted"),
         _o("FixShapes", None, "'input:[1,3,224,224];...' — use input_shapes= instead", "planned"),
         _o("FillAllValueInfo", False, "", "accepted"),
-        _o("NPULimitationCheck", True, "apply the XINT8 shift-range refinements (NPU_SPEC §4.1.4)"),
+        _o("NPULimitationCheck", True, "apply the XINT8 shift-range refinements (docs/npu-numerics.md#xint8-shift-limits)"),
         _o("IPULimitationCheck", True, "old name of NPULimitationCheck"),
         _o("MaxLoopNum", 5, "refinement passes"),
         *(_o(k, True, "individual refinement switches (all applied together here)", "accepted")
@@ -198,6 +198,10 @@ FINETUNE_ALGORITHM_DEFAULTS: dict[str, dict[str, Any]] = {
     "adaquant": {"NumIterations": 3000, "LearningRate": 1e-5},
 }
 
+#: Quark's AdaRoundConfig / AdaQuantConfig classes (the QConfig API) pass these where they differ from the
+#: FastFinetune dict's own defaults (its UpdateBias defaults to True, the classes pass False)
+FINETUNE_CLASS_DEFAULTS: dict[str, Any] = {"UpdateBias": False}
+
 _FT = "AdaRound / AdaQuant"
 _AMP = "mixed precision"
 #: the keys of the nested option dicts; ``field`` names the typed record's field a key fills
@@ -227,9 +231,12 @@ NESTED: dict[str, dict[str, Option]] = {
         _o("BetaRange", (20.0, 2.0), "AdaRound: annealing of the regulariser's exponent", field="beta_range"),
         _o("WarmStart", 0.2, "AdaRound: share of iterations without the regulariser", field="warm_start"),
         _o("LogPeriod", None, f"{_FT}: log every N iterations", field="log_period"),
-        *(_o(k, None, f"{_FT}: read and ignored (ryzen-nb trains in numpy on the CPU, in memory)", "accepted")
-          for k in ("OptimDevice", "InferDevice", "OutputQDQ", "MemOptLevel", "CacheDir", "SelectMaxMemLayer",
-                    "NumWorkers", "PinMemory", "UseGDS", "OutputIndex", "RefModelPath", "DynamicBatch", "Parallel")),
+        # Quark's own defaults, so its AdaRoundConfig / AdaQuantConfig signatures read the same values
+        *(_o(k, d, f"{_FT}: read and ignored (ryzen-nb trains in numpy on the CPU, in memory)", "accepted")
+          for k, d in (("OptimDevice", "cpu"), ("InferDevice", "cpu"), ("OutputQDQ", False), ("MemOptLevel", 1),
+                       ("CacheDir", None), ("SelectMaxMemLayer", False), ("NumWorkers", 1), ("PinMemory", False),
+                       ("UseGDS", False), ("OutputIndex", 0), ("RefModelPath", None), ("DynamicBatch", False),
+                       ("Parallel", False))),
     )},
     "AutoMixprecision": {o.name: o for o in (
         _o("TargetOpType", tuple(sorted(MAC_OPS)), f"{_AMP}: op types that may switch", field="target_op_types"),

@@ -3,6 +3,9 @@
 Values are plain strings; anywhere the config takes one of these it also takes the bare string
 (``"QUInt8"``, ``"MinMSE"``), onnxruntime's own enum members (matched by name), or — for types —
 a ryzen-nb format name such as ``"BFP16"`` or ``"MXFP4E2M1"``.
+
+Quark defines ``ExtendedQuantType`` and the deprecated ``VitisQuantType`` as two enums with the
+same members; here both are :class:`QuantType`, which holds onnxruntime's members and Quark's.
 """
 
 from __future__ import annotations
@@ -15,6 +18,9 @@ __all__ = [
     "VitisQuantType",
     "CalibrationMethod",
     "PowerOfTwoMethod",
+    "Int16Method",
+    "LayerWiseMethod",
+    "ExtendedCalibrationMethod",
     "QuantFormat",
     "ExtendedQuantFormat",
     "VitisQuantFormat",
@@ -24,6 +30,11 @@ __all__ = [
 class _StrEnum(str, Enum):
     def __str__(self) -> str:
         return f"{type(self).__name__}.{self.name}"
+
+    @classmethod
+    def from_string(cls, name: str) -> _StrEnum:
+        """The member called ``name`` (Quark's ``from_string``)."""
+        return cls[name]
 
 
 class QuantType(_StrEnum):
@@ -48,6 +59,7 @@ class QuantType(_StrEnum):
 ExtendedQuantType = QuantType
 VitisQuantType = QuantType
 
+
 class CalibrationMethod(_StrEnum):
     """Float-scale calibration methods (onnxruntime names)."""
 
@@ -64,10 +76,40 @@ class PowerOfTwoMethod(_StrEnum):
     MinMSE = "MinMSE"
 
 
+class Int16Method(_StrEnum):
+    """Quark's int16-scale method: calibrated as MinMax (the int16 scale format itself is not
+    written by ryzen-nb; ``Int16Scale`` is rejected)."""
+
+    MinMax = "MinMax"
+
+
+class LayerWiseMethod(_StrEnum):
+    """Quark's layer-wise percentile search, which ryzen-nb lacks: the config rejects it with the
+    list of the methods there are (Percentile is the closest)."""
+
+    LayerWisePercentile = "LayerWisePercentile"
+
+
+class ExtendedCalibrationMethod(_StrEnum):
+    """Quark's MinMSE for float scales. The config reads members by name, so this is ryzen-nb's
+    MinMSE, which searches power-of-two scales (a listed difference from Quark)."""
+
+    MinMSE = "MinMSE"
+
+
 class QuantFormat(_StrEnum):
     QDQ = "QDQ"
     QOperator = "QOperator"
 
 
 ExtendedQuantFormat = QuantFormat
-VitisQuantFormat = QuantFormat
+
+
+class VitisQuantFormat(_StrEnum):
+    """Quark's deprecated formats: QDQ works; the FixNeuron formats (vai_q_onnx) are rejected by
+    the config with an error saying ryzen-nb writes QDQ."""
+
+    QDQ = "QDQ"
+    FixNeuron = "FixNeuron"
+    BFPFixNeuron = "BFPFixNeuron"
+    MXFixNeuron = "MXFixNeuron"

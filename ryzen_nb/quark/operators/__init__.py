@@ -1,0 +1,1 @@
+"""Quark's ``quark.onnx.operators``: ``custom_ops.get_library_path``."""
