@@ -280,11 +280,11 @@ PRESETS: dict[str, Preset] = {
         Preset("U8U8_AAWA", "uint8 activations and weights, both asymmetric, Percentile",
                {"calibrate_method": "Percentile", "activation_type": "QUInt8", "weight_type": "QUInt8",
                 "extra_options": {"ActivationSymmetric": False, "WeightSymmetric": False, "ForceQuantizeNoInputCheck": True}}),
-        Preset("S16S8_ASWS", "int16 activations (symmetric), int8 weights (symmetric), MinMax",
-               {"activation_type": "QInt16", "weight_type": "QInt8",
+        Preset("S16S8_ASWS", "int16 activations (symmetric), int8 weights (symmetric), Percentile",
+               {"calibrate_method": "Percentile", "activation_type": "QInt16", "weight_type": "QInt8",
                 "extra_options": {"ActivationSymmetric": True, "ForceQuantizeNoInputCheck": True}}),
-        Preset("U16S8_AAWS", "uint16 activations (asymmetric), int8 weights (symmetric), MinMax",
-               {"activation_type": "QUInt16", "weight_type": "QInt8", "extra_options": {"ForceQuantizeNoInputCheck": True}}),
+        Preset("U16S8_AAWS", "uint16 activations (asymmetric), int8 weights (symmetric), Percentile",
+               {"calibrate_method": "Percentile", "activation_type": "QUInt16", "weight_type": "QInt8", "extra_options": {"ForceQuantizeNoInputCheck": True}}),
         Preset("BF16_BFP16", "bfloat16 activations, BFP16 weights",
                {"activation_type": "QBFloat16", "weight_type": "QBFP", "extra_options": {"BFPAttributes": dict(_BFP)}}),
         Preset("BF16_MXINT8", "bfloat16 activations, MXINT8 weights",
@@ -295,11 +295,11 @@ PRESETS: dict[str, Preset] = {
                {"activation_type": "QUInt8", "weight_type": "QInt8", "extra_options": {"ForceQuantizeNoInputCheck": True}}),
         Preset("INT16_CNN_DEFAULT", "uint16 activations, int16 weights, MinMax",
                {"activation_type": "QUInt16", "weight_type": "QInt16", "extra_options": {"ForceQuantizeNoInputCheck": True}}),
-        Preset("INT8_TRANSFORMER_DEFAULT", "int8 activations and weights, MinMax with moving averages (transformers)",
-               {"activation_type": "QInt8", "weight_type": "QInt8", "enable_npu_transformer": True,
+        Preset("INT8_TRANSFORMER_DEFAULT", "uint8 activations, int8 weights, MinMax with moving averages (transformers)",
+               {"activation_type": "QUInt8", "weight_type": "QInt8", "enable_npu_transformer": True,
                 "extra_options": {"CalibMovingAverage": True}}),
-        Preset("INT16_TRANSFORMER_DEFAULT", "int16 activations and weights, MinMax with moving averages (transformers)",
-               {"activation_type": "QInt16", "weight_type": "QInt16", "enable_npu_transformer": True,
+        Preset("INT16_TRANSFORMER_DEFAULT", "uint16 activations, int16 weights, MinMax with moving averages "
+               "(transformers)", {"activation_type": "QUInt16", "weight_type": "QInt16", "enable_npu_transformer": True,
                 "extra_options": {"CalibMovingAverage": True}}),
         Preset("S8S8", "int8 activations (asymmetric) and weights (symmetric), Percentile 99.9999, int32 bias "
                "(Quark S8S8_AAWS)", {"calibrate_method": "Percentile", "activation_type": "QInt8",
@@ -463,7 +463,7 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
     if not _opt(extra, "QuantizeBias"):
         bias = "float"
     elif npu:
-        bias = "int32" if extra.get("Int32Bias", False) else "weight"  # NPU_SPEC §4.1.1, A10
+        bias = "int32" if extra.get("Int32Bias", False) else "weight"  # docs/npu-numerics.md#xint8-definition, A10
     else:
         bias = "int32" if _opt(extra, "Int32Bias") else "weight"
     if formats.get(w_fmt).info.family != "integer" or formats.get(act_fmt).info.family != "integer":
