@@ -23,7 +23,9 @@ import onnx
 
 from ryzen_nb.calibration.readers import make_reader
 from ryzen_nb.calibration.validation import check_feed
-from ryzen_nb.graph.io import ModelLike, load_model
+from ryzen_nb.errors import CalibrationDataError
+from ryzen_nb.graph.index import ModelIndex
+from ryzen_nb.graph.io import ModelLike
 from ryzen_nb.graph.prepare import input_specs, ort_session, run_with_outputs
 from ryzen_nb.metrics import cosine, max_abs
 from ryzen_nb.npu.session import NPUSession
@@ -79,7 +81,7 @@ class DivergenceReport:
         return f"<DivergenceReport {self.target}: {'ok' if self.ok else 'DIVERGES: ' + ', '.join(self.flagged)}>"
 
 
-def divergence(model: ModelLike, data: Any, target: str | Target = "STX", *, limit: int | None = 32,
+def divergence(model: ModelLike | ModelIndex, data: Any, target: str | Target = "STX", *, limit: int | None = 32,
                cosine_threshold: float = 0.99, agreement_threshold: float = 0.9, per_layer: bool = False,
                rounding: str = "half_up", session: NPUSession | None = None) -> DivergenceReport:
     """Compare the NPU emulation of ``model`` with plain onnxruntime, sample by sample.
@@ -88,12 +90,15 @@ def divergence(model: ModelLike, data: Any, target: str | Target = "STX", *, lim
     ``limit`` samples at most. An output diverges when its mean cosine similarity falls below
     ``cosine_threshold`` or, for outputs of class scores (shape ``[C]`` or ``[N, C]``), when the top-1
     class agrees on fewer than ``agreement_threshold`` of the samples. ``per_layer`` also compares
-    every intermediate tensor both graphs hold, on the first sample.
+    every intermediate tensor both graphs hold, on the first sample. The model is loaded and indexed
+    once (a :class:`~ryzen_nb.graph.index.ModelIndex` is used as it is): the emulator, its compile
+    step and the CPU simulation share it.
     """
     import pandas as pd
 
-    m = load_model(model)
-    npu = session or NPUSession(m, target, rounding=rounding)
+    index = ModelIndex.of(model)
+    m = index.model
+    npu = session or NPUSession(index, target, rounding=rounding)
     cpu = ort_session(m)
     specs = input_specs(m)
     reader = make_reader(data, input_names=[s.name for s in specs], input_shapes={s.name: s.shape for s in specs},
@@ -112,8 +117,6 @@ def divergence(model: ModelLike, data: Any, target: str | Target = "STX", *, lim
             emu[name].append(np.asarray(b, np.float64))
         count += 1
     if not count:
-        from ryzen_nb.errors import CalibrationDataError
-
         raise CalibrationDataError("divergence() needs at least one input sample; the data holds none.")
 
     rows = []

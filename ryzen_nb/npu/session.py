@@ -8,9 +8,11 @@ A8W8 / A16W8, bf16 with exact accumulation for BF16 / BFP16 / MX, bf16 non-linea
 partitions compute in float32 as onnxruntime does. ``rounding`` selects the XINT8 requantisation
 ties rule: ``"half_up"`` (DPU_ROUND, the default, A11) or ``"half_even"`` (provider option
 ``xlnx_enable_py3_round``). ``accumulation`` of BF16/BFP16/MX MAC kernels: ``"exact"`` (the
-default: bf16 products summed exactly, bit for bit what :mod:`ryzen_nb.npu.reference` computes) or
+default: bf16 products summed exactly, bit for bit what the kernels' numpy reference computes) or
 ``"fp32"`` (float32 sums in onnxruntime's order, as FP32 accumulators do in some order: several
 times faster, and within one bf16 unit of ``"exact"`` where a rounding flips).
+
+The kernels are :mod:`ryzen_nb.npu.kernels`; the marked and lowered graphs :mod:`ryzen_nb.npu.lower`.
 """
 
 from __future__ import annotations
@@ -25,36 +27,57 @@ from ryzen_nb.errors import ConfigError
 from ryzen_nb.graph.convert import float16_to_float32
 from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.graph.io import ModelLike
-from ryzen_nb.graph.prepare import ort_session
+from ryzen_nb.graph.prepare import ort_session, run_with_outputs
 from ryzen_nb.npu.compile import NPUProgram, compile
-from ryzen_nb.npu.kernels import Kernel, extract_kernels
-from ryzen_nb.npu.lower import MARKER_DOMAIN, lower, mark
+from ryzen_nb.npu.kernels import Kernel, match_kernels
+from ryzen_nb.npu.lower import MARKER_DOMAIN, lower, mark, marker_kernel
 from ryzen_nb.spec.targets import Target
 
 __all__ = ["NPUSession"]
 
 
-class NPUSession:
-    """Emulated inference with the ``onnxruntime.InferenceSession`` surface."""
+def _has_float16_weights(index: ModelIndex) -> bool:
+    return any(t.data_type == onnx.TensorProto.FLOAT16 for t in index.graph.initializer)
 
-    def __init__(self, model: ModelLike, target: str | Target = "STX", *, rounding: str = "half_up",
-                 accumulation: str = "exact", **compile_options: Any) -> None:
+
+class NPUSession:
+    """Emulated inference with the ``onnxruntime.InferenceSession`` surface.
+
+    ``model``: a path, bytes, an ``onnx.ModelProto``, a :class:`~ryzen_nb.graph.index.ModelIndex`
+    (used as it is: not loaded or indexed again) or an :class:`~ryzen_nb.npu.compile.NPUProgram`
+    (emulated as compiled; ``target`` and compile options do not apply then)."""
+
+    def __init__(self, model: ModelLike | ModelIndex | NPUProgram, target: str | Target = "STX", *,
+                 rounding: str = "half_up", accumulation: str = "exact", **compile_options: Any) -> None:
         if rounding not in ("half_up", "half_even"):
             raise ConfigError(f"rounding must be 'half_up' (DPU_ROUND) or 'half_even'; got {rounding!r}.")
         if accumulation not in ("exact", "fp32"):
             raise ConfigError(f"accumulation must be 'exact' or 'fp32' (faster BF16 kernels); got {accumulation!r}.")
-        index = ModelIndex.of(model)  # loaded (copied) once; compile() and the kernels share this index
-        if any(t.data_type == onnx.TensorProto.FLOAT16 for t in index.graph.initializer):
-            # an FP16 model: compile() places its operators on the NPU in BF16, as an FP32 model's,
-            # but the kernels below work on float32 tensors; emulate a float32 copy that keeps the
-            # float16 inputs and outputs (as convert_bf16 does with FP16 models)
-            index = ModelIndex(float16_to_float32(index.model, keep_io_types=True))
+        if isinstance(model, NPUProgram):
+            if compile_options:
+                raise ConfigError(f"compile options ({', '.join(compile_options)}) apply when NPUSession compiles "
+                                  "the model; this NPUProgram is compiled already.")
+            if _has_float16_weights(model.index):
+                raise ConfigError("NPUSession emulates an FP16 model through a float32 copy it compiles itself: "
+                                  "pass the model, not its NPUProgram.")
+            program = model
+        else:
+            index = ModelIndex.of(model)  # loaded (copied) once; compile() and the kernels share this index
+            if _has_float16_weights(index):
+                # an FP16 model: compile() places its operators on the NPU in BF16, as an FP32 model's,
+                # but the kernels work on float32 tensors; emulate a float32 copy that keeps the
+                # float16 inputs and outputs (as convert_bf16 does with FP16 models)
+                index = ModelIndex(float16_to_float32(index.model, keep_io_types=True))
+            program = compile(index, target, **compile_options)
         self.rounding = rounding
         self.accumulation = accumulation
-        self.program: NPUProgram = compile(index, target, **compile_options)
-        self.model = self.program.model
-        self.kernels: list[Kernel] = extract_kernels(self.program)
-        self.marked = mark(self.model, self.program, self.kernels)
+        self.program: NPUProgram = program
+        self.model = program.model
+        kernels, declined = match_kernels(program)
+        self.kernels: list[Kernel] = kernels
+        #: NPU operators a registered kernel declined, and why (node position -> reason)
+        self.declined: dict[int, str] = declined
+        self.marked = mark(program, self.kernels)
         self.emulated = lower(self.marked, self.kernels, rounding, accumulation)
         self._session = ort_session(self.emulated)
 
@@ -77,30 +100,29 @@ class NPUSession:
         return self.program.target
 
     def emulation(self) -> Any:
-        """pandas DataFrame: for each NPU operator, whether it computes with NPU arithmetic."""
+        """pandas DataFrame: for each NPU operator, whether it computes with NPU arithmetic, and
+        where a kernel of the emulator declined it, why (``reason``)."""
         import pandas as pd
 
-        by_node = {id(n): (k.op, k.precision, "integer" if k.integer else ("bf16 evaluation" if k.attrs.get("bf16")
-                                                                          else "bf16, exact accumulation"))
-                   for k in self.kernels for n in k.replaced}
+        by_node = {id(n): k for k in self.kernels for n in k.replaced}
         rows = []
         for n, node in zip(self.program.nodes, self.model.graph.node):
             if n.device != "NPU" or n.quantizer:
                 continue
-            kind = by_node.get(id(node), (None, None, None))[2]
-            if kind is None:
+            kernel = by_node.get(id(node))
+            if kernel is not None:
+                kind = kernel.arithmetic
+            else:
                 kind = "bf16 rounding" if n.precision in ("BF16", "BFP16", "MX") else "exact as in the QDQ simulation"
-            rows.append({"node": n.name, "op": n.op_type, "precision": n.precision, "arithmetic": kind})
-        return pd.DataFrame(rows)
+            rows.append({"node": n.name, "op": n.op_type, "precision": n.precision, "arithmetic": kind,
+                         "reason": self.declined.get(n.index, "")})
+        return pd.DataFrame(rows, columns=["node", "op", "precision", "arithmetic", "reason"])
 
     def check_kernels(self, input_feed: Mapping[str, np.ndarray]) -> Any:
-        """Recompute every NPU kernel with the numpy reference from the inputs it actually
-        received in one emulated run, and compare its output bit for bit (pandas DataFrame).
+        """Recompute every NPU kernel with its numpy reference from the inputs it actually
+        received in one emulated run, and compare its outputs bit for bit (pandas DataFrame).
         (With ``accumulation="fp32"`` float kernels may differ by one bf16 unit: the reference sums exactly.)"""
         import pandas as pd
-
-        from ryzen_nb.graph.prepare import run_with_outputs
-        from ryzen_nb.npu.reference import run_kernel
 
         markers = [n for n in self.marked.graph.node if n.domain == MARKER_DOMAIN]
         consts = ModelIndex(self.emulated).constants
@@ -108,38 +130,40 @@ class NPUSession:
         values = run_with_outputs(self.emulated, wanted, input_feed) | consts
         rows = []
         for n in markers:
-            kid = next(a.i for a in n.attribute if a.name == "kid")
-            k = self.kernels[kid]
-            inputs = [values.get(t) if t else None for t in n.input]
-            expected = run_kernel(k, inputs, self.rounding)
-            got = values[n.output[0]]
-            same = (got.view(np.uint8) == np.asarray(expected, got.dtype).view(np.uint8)).reshape(got.size, -1).all(axis=1)
-            rows.append({"kernel": n.name, "op": k.op, "precision": k.precision, "elements": got.size,
-                         "mismatches": int((~same).sum())})
-        return pd.DataFrame(rows)
+            k = marker_kernel(n, self.kernels)
+            expected = k.reference([values.get(t) if t else None for t in n.input], self.rounding)
+            elements = mismatches = 0
+            for name, want in zip(n.output, expected):
+                if not name:
+                    continue
+                got = values[name]
+                same = (got.view(np.uint8) == np.asarray(want, got.dtype).view(np.uint8)).reshape(got.size, -1).all(axis=1)
+                elements += got.size
+                mismatches += int((~same).sum())
+            rows.append({"kernel": n.name, "op": k.op, "precision": k.precision, "class": type(k).__name__,
+                         "elements": elements, "mismatches": mismatches})
+        return pd.DataFrame(rows, columns=["kernel", "op", "precision", "class", "elements", "mismatches"])
 
     def reference_run(self, input_feed: Mapping[str, np.ndarray]) -> list[np.ndarray]:
         """The whole model by onnx's ReferenceEvaluator with the numpy kernels (slow; for tests).
 
-        Float operators outside the kernels (LayerNorm, Softmax...) are computed by onnx's
+        Float operators outside the kernels (a float model's LayerNorm...) are computed by onnx's
         reference implementation there and by onnxruntime in :meth:`run`, which may differ in the
         last bit; :meth:`check_kernels` compares the kernels alone."""
-        from onnx.reference import ReferenceEvaluator
+        from onnx.reference import ReferenceEvaluator  # onnx's numpy evaluator: slow to import, for tests
         from onnx.reference.op_run import OpRun
-
-        from ryzen_nb.npu.reference import run_kernel
 
         kernels, rounding = self.kernels, self.rounding
 
-        class Kernel(OpRun):  # noqa: N801 - the marker op's name
+        class Kernel(OpRun):  # noqa: N801 - the evaluator finds an operator's implementation by its name
             op_domain = MARKER_DOMAIN
 
-            def _run(self, *inputs, kid=None):  # type: ignore[override]
-                return (run_kernel(kernels[kid], list(inputs), rounding),)
+            def _run(self, *inputs: np.ndarray, kid: int | None = None) -> tuple[np.ndarray, ...]:  # type: ignore[override]
+                assert kid is not None
+                return tuple(kernels[kid].reference(list(inputs), rounding))
 
         evaluator = ReferenceEvaluator(self.marked, new_ops=[Kernel])
         return evaluator.run(None, dict(input_feed))
 
     def __repr__(self) -> str:
         return f"<NPUSession {self.program.target.name}: {self.program.summary()}, {len(self.kernels)} NPU kernels>"
-

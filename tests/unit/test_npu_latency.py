@@ -1,4 +1,4 @@
-"""The latency model (an estimate, NPU_SPEC §6) and the ``ryzen-nb emulate`` command."""
+"""The latency model (an estimate, docs/npu-latency.md) and the ``ryzen-nb emulate`` command."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def test_resnet50_xint8_on_strix_matches_the_published_latency(resnet50_xint8) -
     # the same model on Phoenix (X1, 16 tiles at 1.024 GHz) is compute-bound and slower
     phx = npu.estimate_latency(resnet50_xint8, "PHX")
     assert phx.total_ms > est.total_ms and phx.breakdown_ms["NPU compute"] > 5 * est.breakdown_ms["NPU compute"]
-    # without the fitted host term, the array itself: the 0.8-1.3 ms of NPU_SPEC §6.3
+    # without the fitted host term, the array itself: the 0.8-1.3 ms of docs/npu-latency.md#sanity-check
     bare = npu.estimate_latency(resnet50_xint8, "STX", assumptions=LatencyAssumptions(host_ms=0.0))
     assert 0.8 <= bare.total_ms <= 1.3
 

@@ -12,9 +12,11 @@ import ryzen_nb
 from ryzen_nb import npu
 from ryzen_nb.errors import CalibrationDataError, ConfigError
 from ryzen_nb.graph.builder import make_model
-from ryzen_nb.npu.kernels import Kernel, QuantRef
+from ryzen_nb.npu.kernels import QuantRef, multiplier, rne_shift
+from ryzen_nb.npu.kernels.elementwise import IntegerHardSigmoid
+from ryzen_nb.npu.kernels.mac import IntegerConv
+from ryzen_nb.npu.kernels.pool import IntegerAveragePool, IntegerGlobalAveragePool
 from ryzen_nb.npu.lower import MARKER_DOMAIN
-from ryzen_nb.npu.reference import multiplier, run_kernel
 from ryzen_nb.testing import bert_encoder, random_images, random_tokens, resnet_cnn
 
 
@@ -98,19 +100,70 @@ def _ref(codes, scale, zp, dtype, values=None) -> QuantRef:
     return QuantRef(codes, np.float32(scale), np.asarray(zp, dtype), np.dtype(dtype), values)
 
 
+def test_per_channel_a8w8_model_is_emulated_bit_exactly() -> None:
+    """Per-channel weights (zero points a vector of zeros) made NPUSession fail: the zero points were
+    broadcast along the wrong axis of the Conv weight, and ConvInteger takes a single one."""
+    qc = ryzen_nb.get_default_config("A8W8")
+    qc.per_channel = True
+    q = ryzen_nb.quantize(resnet_cnn(0, blocks=(1, 1), width=8, image_size=16), None, qc, random_images(8, size=16),
+                          progress=False).model
+    session = npu.NPUSession(q, "STX")
+    checked = session.check_kernels({"input": random_images(1, size=16)})
+    assert {"Conv", "Gemm"} <= set(checked.op) and checked.mismatches.sum() == 0
+
+
 def test_xint8_requantisation_by_hand() -> None:
     """A 1x1 convolution worked out on paper: x pos 4, w pos 5 -> accumulator pos 9, output pos 6,
     so the accumulator is shifted right by 3 with DPU_ROUND (ties toward +inf) or half-even."""
     w = np.array([[[[3]], [[-2]]]], np.int8)  # [1, 2, 1, 1]
     node = helper.make_node("Conv", ["x", "w"], ["y"])
-    k = Kernel(node, "Conv", "XINT8", inputs=[_ref("x", 2.0**-4, 0, np.int8)], weight=_ref("w", 2.0**-5, 0, np.int8, w),
-               output=_ref("y", 2.0**-6, 0, np.int8), attrs={"kernel_shape": [1, 1]})
+    k = IntegerConv(node, "XINT8", inputs=[_ref("x", 2.0**-4, 0, np.int8)], weight=_ref("w", 2.0**-5, 0, np.int8, w),
+                    output=_ref("y", 2.0**-6, 0, np.int8), attrs={"kernel_shape": [1, 1]})
     # acc = 3*x0 - 2*x1 = 12, -12, 20, 4, 637 -> /8 = 1.5, -1.5, 2.5, 0.5, 79.625
     x = np.array([[4, 0], [-4, 0], [4, -4], [0, -2], [127, -128]], np.int8).T.reshape(1, 2, 5, 1)
-    assert run_kernel(k, [x], "half_up").ravel().tolist() == [2, -1, 3, 1, 80]  # DPU_ROUND: ties toward +inf
-    assert run_kernel(k, [x], "half_even").ravel().tolist() == [2, -2, 2, 0, 80]
+    assert k.reference([x], "half_up")[0].ravel().tolist() == [2, -1, 3, 1, 80]  # DPU_ROUND: ties toward +inf
+    assert k.reference([x], "half_even")[0].ravel().tolist() == [2, -2, 2, 0, 80]
     k.output = _ref("y", 2.0**-9, 0, np.int8)  # no shift: 637 saturates, -12 does not
-    assert run_kernel(k, [x], "half_up").ravel().tolist() == [12, -12, 20, 4, 127]
+    assert k.reference([x], "half_up")[0].ravel().tolist() == [12, -12, 20, 4, 127]
+
+
+def test_xint8_hard_sigmoid_by_hand() -> None:
+    """HardSigmoid as the DPU computes it (docs/npu-numerics.md#dpu-rewrites): (x + 3) * 2731 / 2**14, not (x + 3) / 6.
+    Input and output at position 7: y = (code + 384) * 2731 / 2**14 in output codes. Where (x + 3)/6
+    is a half (codes 3 mod 6) the 2731 tips it up in both roundings; 2730 would tip it down."""
+    node = helper.make_node("HardSigmoid", ["x"], ["y"], alpha=1 / 6, beta=0.5)
+    k = IntegerHardSigmoid(node, "XINT8", inputs=[_ref("x", 2.0**-7, 0, np.int8)], output=_ref("y", 2.0**-7, 0, np.int8))
+    x = np.array([-128, -9, -3, 0, 3, 9, 127], np.int8)
+    # 42.672, 62.508, 63.508, 64.008, 64.508, 65.508, 85.177 (exactly /6: 42.667, 62.5, 63.5, 64, 64.5, 65.5, 85.167)
+    for rounding in ("half_up", "half_even"):
+        assert k.reference([x], rounding)[0].tolist() == [43, 63, 64, 64, 65, 66, 85]
+    # input at position 5 (±4): below -3 the clip at 0, above +3 saturation; y = (code + 96) * 2731 / 2**12
+    k.inputs = [_ref("x", 2.0**-5, 0, np.int8)]
+    x = np.array([-128, -97, -90, 0, 96, 127], np.int8)  # -21.3, -0.67, 4.0005, 64.008, 128.016, 148.7
+    assert k.reference([x], "half_up")[0].tolist() == [0, 0, 4, 64, 127, 127]
+
+
+def test_average_pools_multiply_as_the_dpu_does() -> None:
+    """XINT8 average pools multiply by the DPU's k/2**n instead of dividing (NPU_SPEC §4.1.5): a 7x7
+    mean of 120s is 120 * 49 * 21/1024 = 120.59 -> 121, a 3x3 mean of 100s 100 * 9 * 7/64 = 98.4 -> 98.
+    A8W8 divides exactly, unless the model carries the DPU's correction as a Mul the kernel computes."""
+    one = dict(inputs=[_ref("x", 1.0, 0, np.int8)], output=_ref("y", 1.0, 0, np.int8))
+    gap = IntegerGlobalAveragePool(helper.make_node("GlobalAveragePool", ["x"], ["y"]), "XINT8", **one)
+    x = np.full((1, 1, 7, 7), 120, np.int8)
+    assert gap.reference([x])[0].ravel().tolist() == [121]
+    gap.precision = "A8W8"
+    assert gap.reference([x])[0].ravel().tolist() == [120]
+    pool = IntegerAveragePool(helper.make_node("AveragePool", ["x"], ["y"], kernel_shape=[3, 3]), "XINT8",
+                              attrs={"kernel_shape": [3, 3]}, **one)
+    x = np.full((1, 1, 3, 3), 100, np.int8)
+    assert pool.reference([x])[0].ravel().tolist() == [98]
+    pool.precision = "A8W8"
+    assert pool.reference([x])[0].ravel().tolist() == [100]
+    pool.attrs["dpu_multiplier"] = 9 * 7 / 64  # AveragePool -> Mul(63/64), as Quark rewrites it for the DPU
+    assert pool.reference([x])[0].ravel().tolist() == [98]
+    pool.precision, pool.attrs["dpu_multiplier"] = "XINT8", 1.5  # XINT8 follows the model's Mul too: 150
+    pool.output = _ref("y", 2.0, 0, np.int8)  # in steps of 2: 75
+    assert pool.reference([x])[0].ravel().tolist() == [75]
 
 
 def test_float_scale_multiplier_follows_voe() -> None:
@@ -119,6 +172,9 @@ def test_float_scale_multiplier_follows_voe() -> None:
         c, shift = multiplier(m)
         assert 2**22 <= c <= 2**23 - 1
         assert abs(c * 2.0**-shift - m) <= 2.0 ** -(shift + 1)
+    # ... and the shift rounds half to even: 1/2, 3/2, 5/2, -1/2, -3/2; 11/4, 10/4, -10/4
+    assert rne_shift(np.array([1, 3, 5, -1, -3]), 1).tolist() == [0, 2, 2, 0, -2]
+    assert rne_shift(np.array([11, 10, -10]), 2).tolist() == [3, 2, -2]
 
 
 def test_xint8_emulation_stays_close_to_the_qdq_simulation() -> None:
@@ -131,6 +187,40 @@ def test_xint8_emulation_stays_close_to_the_qdq_simulation() -> None:
     assert row.cosine_mean >= 0.995 and row.top1_agreement >= 0.9
     assert report.layers.cosine.min() > 0.99 and report.first_divergent_layer is None
     assert "no output diverges" in report.summary()
+
+
+def test_divergence_loads_and_indexes_the_model_once(tmp_path, monkeypatch) -> None:
+    """divergence() on a path: one file read, one load_model, one ModelIndex (shared by NPUSession,
+    compile and the kernels), one shape inference. Before: the model was loaded twice and its shapes
+    inferred twice (the marking pass inferred its own)."""
+    import sys
+    from collections import Counter
+
+    from ryzen_nb.graph import io
+    from ryzen_nb.graph.index import ModelIndex
+
+    q = ryzen_nb.quantize(resnet_cnn(0, blocks=(1,), width=8, image_size=16), None, "XINT8", random_images(8, size=16),
+                          progress=False).model
+    path = tmp_path / "model_xint8.onnx"
+    onnx.save(q, str(path))
+    calls: Counter[str] = Counter()
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(onnx, "load", counted("onnx.load", onnx.load))
+    monkeypatch.setattr(onnx.shape_inference, "infer_shapes", counted("infer_shapes", onnx.shape_inference.infer_shapes))
+    monkeypatch.setattr(ModelIndex, "__init__", counted("ModelIndex", ModelIndex.__init__))
+    load_model = io.load_model
+    for module in [m for name, m in sys.modules.items() if name.startswith("ryzen_nb")]:
+        if getattr(module, "load_model", None) is load_model:  # every module that imported it
+            monkeypatch.setattr(module, "load_model", counted("load_model", load_model))
+    report = npu.divergence(path, random_images(2, size=16, seed=3), "PHX", per_layer=True)
+    assert report.samples == 2 and report.layers is not None
+    assert calls == {"onnx.load": 1, "load_model": 1, "ModelIndex": 1, "infer_shapes": 1}
 
 
 def test_divergence_flags_outputs_beyond_the_threshold() -> None:
@@ -153,8 +243,11 @@ def test_session_surface_and_options() -> None:
     assert [i.name for i in session.get_inputs()] == ["input"] and [o.name for o in session.get_outputs()] == ["logits"]
     out = session.run(["logits"], {"input": random_images(1, size=16)})
     assert out[0].shape == (1, 10) and session.target.name == "PHX"
-    table = session.emulation()
-    assert set(table.arithmetic) >= {"integer"} and (table.precision == "XINT8").all()
+    table = session.emulation()  # (its precision column is XINT8 throughout: PHX runs nothing else)
+    # the MACs, the Add and the pool compute with NPU arithmetic, and so do the Relus fused into the
+    # convolutions; the Relu behind the Add's quantizer and the Flatten compute as in the QDQ graph
+    assert set(table[table.arithmetic == "integer"].op) == {"Conv", "Relu", "Add", "GlobalAveragePool", "Gemm"}
+    assert sorted(table[table.arithmetic == "exact as in the QDQ simulation"].op) == ["Flatten", "Relu"]
     assert "NPUSession PHX" in repr(session)
     with pytest.raises(ConfigError, match="half_up"):
         npu.NPUSession(q, "PHX", rounding="nearest")

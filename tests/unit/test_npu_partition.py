@@ -18,7 +18,7 @@ from ryzen_nb.testing import resnet_cnn
 
 # -- targets ---------------------------------------------------------------------------------------------
 def test_targets_reproduce_the_published_peaks() -> None:
-    # NPU_SPEC §1.4: Strix 8 x 4096 x 1.584 GHz = 51.9 TOPS; Phoenix's 4 usable columns at 1.024 GHz = 8.4
+    # docs/npu-hardware.md#clocks-and-peak-rates: Strix 8 x 4096 x 1.584 GHz = 51.9 TOPS; Phoenix's 4 usable columns at 1.024 GHz = 8.4
     assert npu.get_target("STX").peak_tops("int8") == pytest.approx(51.9, abs=0.1)
     assert npu.get_target("PHX").peak_tops("int8") == pytest.approx(8.4, abs=0.1)
     assert npu.get_target("HPT").peak_tops("int8") == pytest.approx(13.1, abs=0.1)  # 4 of 5 columns at 1.6 GHz
@@ -40,7 +40,7 @@ def test_unknown_target_and_fields_are_named() -> None:
 
 
 def test_supported_operator_table_is_the_published_one() -> None:
-    # NPU_SPEC §3: 105 rows, Y counts BF16 78, A16W8 53, A8W8 53, XINT8 83, with its quirks kept literally
+    # docs/npu-operators.md#the-supported-operator-table: 105 rows, Y counts BF16 78, A16W8 53, A8W8 53, XINT8 83, with its quirks kept literally
     counts = {p: len(npu.supported_ops(p)) for p in ("BF16", "A16W8", "A8W8", "XINT8")}
     assert counts == {"BF16": 78, "A16W8": 53, "A8W8": 53, "XINT8": 83}
     assert not npu.is_supported("Relu", "BF16") and npu.is_supported("Relu", "XINT8")
@@ -171,7 +171,7 @@ def test_summary_log_and_report_schema(tmp_path) -> None:
     assert log[0].startswith("[Vitis AI EP] No. of Operators :") and f"NPU {npu_count:>5}" in log[0]
     assert log[1].startswith("[Vitis AI EP] No. of Subgraphs :")
     report = program.report()
-    assert {"deviceStat", "nodeStat", "shapeInfo", "subgraphStat"} <= set(report)  # VOE's StatProto (§2.3)
+    assert {"deviceStat", "nodeStat", "shapeInfo", "subgraphStat"} <= set(report)  # VOE's StatProto (docs/npu-compilers.md#compile-report)
     devices = {d["name"]: d for d in report["deviceStat"]}
     assert devices["all"]["nodeNum"] == cpu + npu_count
     assert devices["CPU"]["nodeNum"] == cpu and devices["NPU"]["nodeNum"] == npu_count

@@ -45,11 +45,19 @@ def test_xint8_semantics(small) -> None:
             assert codes.dtype == np.int8 and np.all(zp == 0) and np.ndim(scale) == 0
     ops = [n.op_type for n in q.graph.node]
     assert "Relu" in ops and "QuantizeLinear" in ops
-    # Conv -> Relu folded: no QDQ between a Conv and its Relu
+    # Conv -> Relu folded: no QDQ between a Conv and its Relu (an Add keeps the quantizer before its Relu).
+    # Every Relu reads a Conv, an Add or a DequantizeLinear whether folded or not: follow the quantizers back.
     producers = {o: n for n in q.graph.node for o in n.output}
+    folded = 0
     for n in q.graph.node:
         if n.op_type == "Relu":
-            assert producers[n.input[0]].op_type == "Conv" or producers[n.input[0]].op_type in ("Add", "DequantizeLinear")
+            source = producers.get(n.input[0])
+            while source is not None and source.op_type in ("QuantizeLinear", "DequantizeLinear"):
+                source = producers.get(source.input[0])
+            if source is not None and source.op_type == "Conv":
+                assert producers[n.input[0]].op_type == "Conv", f"a quantizer between {source.name} and {n.name}"
+                folded += 1
+    assert folded
 
 
 def test_a8w8_int32_bias_and_per_channel(small) -> None:

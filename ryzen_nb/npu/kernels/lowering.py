@@ -1,0 +1,93 @@
+"""Building blocks of the kernels' lowerings: small ONNX patterns that compute exactly.
+
+onnxruntime runs what these emit at native speed; every pattern is exact for the values the
+kernels feed it (integers in int64, or float64 values far below 2**53), so a lowered kernel equals
+its numpy reference bit for bit.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto
+
+from ryzen_nb.graph.builder import GraphBuilder
+from ryzen_nb.npu.kernels.base import QuantRef
+
+__all__ = ["ONNX_INT", "bf16_round", "centred", "channel_shape", "code_bound", "const", "rename_output",
+           "requant_int64", "round_half"]
+
+#: numpy integer dtype of quantized codes -> ONNX element type
+ONNX_INT = {np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8,
+            np.dtype(np.int16): TensorProto.INT16, np.dtype(np.uint16): TensorProto.UINT16}
+
+_ONNX_FLOAT = {np.dtype(np.float64): TensorProto.DOUBLE, np.dtype(np.float32): TensorProto.FLOAT}
+
+
+def const(b: GraphBuilder, value: Any, dtype: Any) -> str:
+    return b.const(np.asarray(value, dtype=dtype))
+
+
+def bf16_round(b: GraphBuilder, x: str) -> str:
+    """float32 -> bfloat16 (round to nearest even) -> float32."""
+    return b.op("Cast", b.op("Cast", x, to=TensorProto.BFLOAT16), to=TensorProto.FLOAT)
+
+
+def round_half(b: GraphBuilder, v: str, rounding: str) -> str:
+    """Round float64 ``v`` to integers: DPU_ROUND (``"half_up"``: floor(v + 0.5)) or half to even."""
+    if rounding == "half_even":
+        return b.op("Round", v)
+    return b.op("Floor", b.op("Add", v, const(b, 0.5, np.float64)))
+
+
+def centred(b: GraphBuilder, codes: str, ref: QuantRef, dtype: Any = np.float64) -> str:
+    """``codes - zero_point`` as float64 (default), float32 or int64: exact for 8/16-bit codes."""
+    to = _ONNX_FLOAT.get(np.dtype(dtype), TensorProto.INT64)
+    zp = np.asarray(ref.zero_point).astype(dtype)
+    return b.op("Sub", b.op("Cast", codes, to=to), const(b, zp, dtype))
+
+
+def code_bound(ref: QuantRef) -> int:
+    """The largest |code - zero point| of a quantized tensor's type."""
+    info = np.iinfo(ref.dtype)
+    zp = int(np.ravel(ref.zero_point)[0])
+    return max(abs(info.min - zp), abs(info.max - zp))
+
+
+def channel_shape(ndim: int, size: int, channel_axis: int) -> list[int]:
+    """Shape that broadcasts ``size`` per-channel values along ``channel_axis`` of an ``ndim`` tensor."""
+    shape = [1] * ndim
+    shape[channel_axis % ndim] = size
+    return shape
+
+
+def requant_int64(b: GraphBuilder, num: str, shift: int) -> str:
+    """Round-half-even of ``num / 2**shift`` in int64 (onnxruntime's Div truncates; fixed to floor)."""
+    def i64(v: Any) -> str:
+        return const(b, v, np.int64)
+
+    if shift <= 0:
+        return b.op("Mul", num, i64(2 ** (-shift)))
+    d = i64(2**shift)
+    q = b.op("Div", num, d)
+    r = b.op("Sub", num, b.op("Mul", q, d))
+    neg = b.op("Cast", b.op("Less", r, i64(0)), to=TensorProto.INT64)
+    q = b.op("Sub", q, neg)
+    r = b.op("Add", r, b.op("Mul", neg, d))
+    half = i64(2 ** (shift - 1))
+    odd = b.op("Equal", b.op("BitwiseAnd", q, i64(1)), i64(1))
+    up = b.op("Or", b.op("Greater", r, half), b.op("And", b.op("Equal", r, half), odd))
+    return b.op("Add", q, b.op("Cast", up, to=TensorProto.INT64))
+
+
+def rename_output(nodes: list[onnx.NodeProto], old: str, new: str) -> None:
+    """Make the last node writing ``old`` write ``new`` instead (a lowering's result takes the
+    name of the tensor it stands for)."""
+    for node in reversed(nodes):
+        for j, name in enumerate(node.output):
+            if name == old:
+                node.output[j] = new
+                return
+    raise AssertionError(f"no node writes {old}")
