@@ -12,6 +12,9 @@ Fidelity compares a reference output ``a`` (FP32) with a test output ``b`` (quan
 * ``max_abs`` — the largest absolute difference.
 
 Task metrics: :func:`topk_accuracy`, :func:`agreement` (same top-1 as the reference).
+
+A NaN or Inf in either tensor makes every metric NaN — never a good score: a model whose outputs
+overflowed must not look like a perfect match (PSNR used to replace a NaN error by 1e-10: 200 dB).
 """
 
 from __future__ import annotations
@@ -21,9 +24,12 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["cosine", "l2", "mse", "psnr", "ssim", "sqnr", "max_abs", "fidelity", "topk_accuracy", "agreement",
-           "FIDELITY_METRICS"]
+           "FIDELITY_METRICS", "all_finite"]
 
 FIDELITY_METRICS = ("cosine", "l2", "mse", "psnr", "sqnr", "max_abs")
+
+
+_NAN = float("nan")
 
 
 def _pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -34,8 +40,15 @@ def _pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return a, b
 
 
+def all_finite(*arrays: np.ndarray) -> bool:
+    """Whether every value of every array is finite (metrics are NaN otherwise)."""
+    return all(bool(np.isfinite(np.asarray(x, dtype=np.float64)).all()) for x in arrays)
+
+
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     a, b = _pair(a, b)
+    if not all_finite(a, b):
+        return _NAN
     na, nb = np.linalg.norm(a), np.linalg.norm(b)
     if na == 0 or nb == 0:
         return 1.0 if na == nb else 0.0
@@ -44,11 +57,13 @@ def cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 def l2(a: np.ndarray, b: np.ndarray) -> float:
     a, b = _pair(a, b)
-    return float(np.linalg.norm(a - b))
+    return float(np.linalg.norm(a - b)) if all_finite(a, b) else _NAN
 
 
 def mse(a: np.ndarray, b: np.ndarray) -> float:
     a, b = _pair(a, b)
+    if not all_finite(a, b):
+        return _NAN
     return float(np.mean((a - b) ** 2)) if a.size else 0.0
 
 
@@ -56,6 +71,8 @@ def psnr(a: np.ndarray, b: np.ndarray, peak: float | None = None) -> float:
     """Quark's definition: 20·log10(max(a)) − 10·log10(MSE), with MSE and a non-positive peak
     replaced by 1e-10 (so identical tensors give a large finite value, not infinity)."""
     a, b = _pair(a, b)
+    if not all_finite(a, b):
+        return _NAN
     err = float(np.mean((a - b) ** 2)) if a.size else 0.0
     top = float(np.max(a)) if peak is None else float(peak)
     return float(20 * np.log10(top if top > 0 else 1e-10) - 10 * np.log10(err if err > 0 else 1e-10))
@@ -63,6 +80,8 @@ def psnr(a: np.ndarray, b: np.ndarray, peak: float | None = None) -> float:
 
 def sqnr(a: np.ndarray, b: np.ndarray) -> float:
     a, b = _pair(a, b)
+    if not all_finite(a, b):
+        return _NAN
     noise = float(np.sum((a - b) ** 2))
     signal = float(np.sum(a * a))
     if noise == 0:
@@ -72,6 +91,8 @@ def sqnr(a: np.ndarray, b: np.ndarray) -> float:
 
 def max_abs(a: np.ndarray, b: np.ndarray) -> float:
     a, b = _pair(a, b)
+    if not all_finite(a, b):
+        return _NAN
     return float(np.max(np.abs(a - b))) if a.size else 0.0
 
 
@@ -114,6 +135,8 @@ def ssim(a: np.ndarray, b: np.ndarray) -> float:
     x, y = _as_planes(a), _as_planes(b)
     if x.shape != y.shape:
         raise ValueError(f"Cannot compare tensors of shapes {np.shape(a)} and {np.shape(b)}.")
+    if not all_finite(x, y):
+        return _NAN
     c1, c2 = (0.01 * 255) ** 2, (0.03 * 255) ** 2
     mx, my = _gaussian_blur(x), _gaussian_blur(y)
     sxx = _gaussian_blur(x * x) - mx * mx
@@ -130,8 +153,11 @@ def fidelity(a: np.ndarray, b: np.ndarray, peak: float | None = None) -> dict[st
 
 
 def topk_accuracy(logits: np.ndarray, labels: Sequence[int], k: int = 1) -> float:
-    """Fraction of rows whose true label is among the ``k`` largest logits."""
+    """Fraction of rows whose true label is among the ``k`` largest logits (NaN if any logit is
+    NaN or Inf: arg-max of NaN picks a class at random)."""
     logits = np.asarray(logits).reshape(len(labels), -1)
+    if not all_finite(logits):
+        return _NAN
     top = np.argsort(-logits, axis=1)[:, :k]
     return float(np.mean([label in row for label, row in zip(labels, top)]))
 
@@ -140,4 +166,6 @@ def agreement(reference: np.ndarray, test: np.ndarray) -> float:
     """Fraction of rows where ``test`` has the same top-1 class as ``reference``."""
     a = np.asarray(reference).reshape(len(reference), -1)
     b = np.asarray(test).reshape(len(test), -1)
+    if not all_finite(a, b):
+        return _NAN
     return float(np.mean(a.argmax(axis=1) == b.argmax(axis=1)))

@@ -16,7 +16,7 @@ MinMSE         power of 2   among 5 powers of two around NonOverflow's, the one 
                             error over the histogram (weights: over their exact values)
 =============  ===========  ========================================================================
 
-Power-of-two methods follow NPU_SPEC §5.1 (Quark ``calibrators.py``/``quant_utils.py``).
+Power-of-two methods follow docs/quark.md#power-of-two-calibration (Quark ``calibrators.py``/``quant_utils.py``).
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ __all__ = [
     "IterableReader",
     "RandomReader",
     "ReaderAdapter",
+    "CastingReader",
     "make_reader",
     "IMAGE_SUFFIXES",
 ]
@@ -391,6 +392,31 @@ class ReaderAdapter(CalibrationReader):
         try:
             return len(self.reader)
         except (TypeError, NotImplementedError):  # onnxruntime's CalibrationDataReader.__len__ raises the latter
+            return None
+
+
+class CastingReader(CalibrationReader):
+    """Another reader's samples with the float arrays of the named inputs converted to a dtype: an
+    FP16 model is quantized as FP32 inside, so its samples (FP16 or FP32) are read as FP32."""
+
+    def __init__(self, reader: CalibrationReader, dtypes: Mapping[str, Any]) -> None:
+        super().__init__(None)
+        self.reader = reader
+        self.dtypes = {k: np.dtype(v) for k, v in dtypes.items()}
+
+    def bind(self, input_names: Sequence[str]) -> CalibrationReader:
+        self.reader.bind(input_names)
+        return super().bind(input_names)
+
+    def _samples(self) -> Iterator[Feed]:
+        for feed in self.reader:
+            yield {k: v.astype(self.dtypes[k]) if k in self.dtypes and v.dtype.kind == "f" else v
+                   for k, v in feed.items()}
+
+    def _count(self) -> int | None:
+        try:
+            return len(self.reader)
+        except TypeError:
             return None
 
 

@@ -17,7 +17,9 @@ import numpy as np
 __all__ = ["TensorStats", "DEFAULT_NUM_BINS"]
 
 DEFAULT_NUM_BINS = 2048
-_TINY = float(np.finfo(np.float32).tiny)
+#: the smallest histogram range: num_bins / (2 * range) must stay a finite float32 (an all-zero
+#: tensor would otherwise overflow the bin arithmetic); values below it land in the middle bins
+_TINY = 1e-30
 
 
 @dataclass
@@ -38,11 +40,14 @@ class TensorStats:
         if self.num_bins % 4:
             raise ValueError("num_bins must be a multiple of 4 (bins merge in pairs around zero)")
 
-    def update(self, x: np.ndarray) -> None:
+    def update(self, x: np.ndarray) -> bool:
+        """Fold one sample's values in; False (and nothing folded) if they hold NaN or Inf."""
         flat = np.asarray(x, dtype=np.float32).reshape(-1)
         if flat.size == 0:
-            return
+            return True
         lo, hi = float(flat.min()), float(flat.max())
+        if not (np.isfinite(lo) and np.isfinite(hi)):  # min/max propagate NaN and reach Inf
+            return False
         if self.moving_average is not None and self.count:
             c = self.moving_average
             self.min += c * (lo - self.min)
@@ -53,6 +58,7 @@ class TensorStats:
         self.elements += flat.size
         if self.histogram:
             self._add_to_histogram(flat, max(abs(lo), abs(hi)))
+        return True
 
     def _add_to_histogram(self, flat: np.ndarray, amax: float) -> None:
         if self.hist is None:

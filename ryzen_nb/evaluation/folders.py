@@ -32,16 +32,31 @@ class FolderComparison:
     only_baseline: list[str] = field(default_factory=list)
     only_quantized: list[str] = field(default_factory=list)
 
+    @property
+    def non_finite_files(self) -> list[str]:
+        """Files whose results hold NaN or Inf: their metrics are NaN, and so is every summary figure."""
+        return [str(f) for f in self.per_file.index[self.per_file["cosine"].isna()]]
+
     def summary(self) -> dict[str, float]:
         t = self.per_file
+        # skipna=False: a file with NaN/Inf results makes the summary NaN instead of vanishing from it
+        mean = lambda c: float(t[c].mean(skipna=False))  # noqa: E731
+        low = lambda c: float(t[c].min(skipna=False))  # noqa: E731
+        high = lambda c: float(t[c].max(skipna=False))  # noqa: E731
+        sqnr = t["sqnr"]
+        if sqnr.isna().any():
+            mean_sqnr = float("nan")
+        else:  # identical files (infinite SQNR) are left out of the mean
+            mean_sqnr = float(sqnr.replace(np.inf, np.nan).mean()) if np.isfinite(sqnr).any() else float("inf")
         return {
             "files": int(len(t)),
-            "mean_cosine": float(t["cosine"].mean()), "min_cosine": float(t["cosine"].min()),
-            "mean_l2": float(t["l2"].mean()), "max_l2": float(t["l2"].max()),
-            "mean_psnr": float(t["psnr"].mean()), "min_psnr": float(t["psnr"].min()),
-            "mean_ssim": float(t["ssim"].mean()), "min_ssim": float(t["ssim"].min()),
-            "mean_sqnr": float(t["sqnr"].replace(np.inf, np.nan).mean()) if np.isfinite(t["sqnr"]).any() else float("inf"),
-            "max_abs_diff": float(t["max_abs"].max()),
+            "mean_cosine": mean("cosine"), "min_cosine": low("cosine"),
+            "mean_l2": mean("l2"), "max_l2": high("l2"),
+            "mean_psnr": mean("psnr"), "min_psnr": low("psnr"),
+            "mean_ssim": mean("ssim"), "min_ssim": low("ssim"),
+            "mean_sqnr": mean_sqnr,
+            "max_abs_diff": high("max_abs"),
+            "non_finite_files": len(self.non_finite_files),
         }
 
     def report(self) -> str:
@@ -55,6 +70,10 @@ class FolderComparison:
             f"Mean sqnr: {s['mean_sqnr']:.4f} dB", f"Max abs difference: {s['max_abs_diff']:.6g}",
             f"Files compared: {s['files']}",
         ]
+        if self.non_finite_files:
+            bad = self.non_finite_files
+            lines.append(f"NaN/Inf in {len(bad)} file(s) ({', '.join(bad[:3])}{', ...' if len(bad) > 3 else ''}): "
+                         "their metrics, and the summary, are NaN")
         if self.only_baseline or self.only_quantized:
             lines.append(f"Unpaired files: {len(self.only_baseline)} only in the baseline folder, "
                          f"{len(self.only_quantized)} only in the quantized folder")

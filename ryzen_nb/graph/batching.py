@@ -19,7 +19,7 @@ import onnx
 
 from ryzen_nb.graph.prepare import ort_session
 
-__all__ = ["SampleRunner"]
+__all__ = ["SampleRunner", "batch_agrees"]
 
 #: samples per call in batched mode: enough to amortise the call, small enough for memory
 DEFAULT_CHUNK = 16
@@ -126,6 +126,19 @@ def _free_batch(model: onnx.ModelProto, inputs: list[str]) -> onnx.ModelProto:
             dims[0].dim_param = "batch"
     del m.graph.value_info[:]
     return m
+
+
+def batch_agrees(batched: np.ndarray, single: np.ndarray, copies: int) -> bool:
+    """Whether ``batched`` — a model's output for ``copies`` copies of one sample stacked along the
+    batch — holds ``single``, its output for the sample alone, once per copy along some axis
+    (outputs need not keep the batch first: a CRNN's logits are [time, batch, classes])."""
+    if batched.shape == single.shape:  # an output that does not depend on the batch
+        return _close(batched, single)
+    for axis in range(single.ndim):
+        if batched.shape[axis] == copies * single.shape[axis] and \
+                batched.shape[:axis] + batched.shape[axis + 1:] == single.shape[:axis] + single.shape[axis + 1:]:
+            return all(_close(part, single) for part in np.split(batched, copies, axis=axis))
+    return False
 
 
 def _close(a: np.ndarray, b: np.ndarray) -> bool:

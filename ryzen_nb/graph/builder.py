@@ -45,8 +45,11 @@ class GraphBuilder:
     ['Constant', 'Mul']
     """
 
-    def __init__(self, prefix: str = "", scalar_rank: int = 0) -> None:
+    def __init__(self, prefix: str = "", scalar_rank: int = 0, reserved: set[str] | None = None) -> None:
         self.prefix = prefix
+        #: names already taken in the graph the nodes go into: :meth:`fresh` and :meth:`unique` avoid
+        #: them (a model already holding "scale_1" or "w_quantized" must not get a second one)
+        self.reserved = reserved if reserved is not None else set()
         #: scalars become constants of this rank ((1,)*rank): onnxruntime broadcasts a lower-rank
         #: operand against a tensor with size-1 dimensions up to 60x slower than a same-rank one.
         self.scalar_rank = scalar_rank
@@ -55,9 +58,22 @@ class GraphBuilder:
         self._count = 0
 
     def fresh(self, hint: str) -> str:
-        """A tensor/node name not used before in this builder."""
-        self._count += 1
-        return f"{self.prefix}/{hint}_{self._count}" if self.prefix else f"{hint}_{self._count}"
+        """A tensor/node name not used before in this builder (nor reserved)."""
+        while True:
+            self._count += 1
+            name = f"{self.prefix}/{hint}_{self._count}" if self.prefix else f"{hint}_{self._count}"
+            if name not in self.reserved:
+                self.reserved.add(name)
+                return name
+
+    def unique(self, name: str) -> str:
+        """``name`` if it is free, else ``name_2``, ``name_3``...; the result is reserved from now on."""
+        candidate, k = name, 1
+        while candidate in self.reserved:
+            k += 1
+            candidate = f"{name}_{k}"
+        self.reserved.add(candidate)
+        return candidate
 
     def op(
         self,

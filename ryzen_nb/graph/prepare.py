@@ -22,7 +22,15 @@ from onnx import helper, numpy_helper, shape_inference, version_converter
 
 from ryzen_nb.errors import ModelError
 from ryzen_nb.graph.builder import IR_VERSION, OPSET
-from ryzen_nb.graph.io import ModelLike, load_model
+from ryzen_nb.graph.checks import (
+    check_not_quantized,
+    check_opset,
+    drop_initializer_inputs,
+    outer_scope_reads,
+    walk_graphs,
+)
+from ryzen_nb.graph.io import ModelLike, graph_only, load_model, save_model, too_large_to_serialize
+from ryzen_nb.graph.shapes import dynamic_batch, input_dims, make_inputs_static, with_free_batch
 
 __all__ = ["InputSpec", "PreparedModel", "prepare", "input_specs", "ort_session", "run_with_outputs",
            "constants_to_initializers", "prune_unused"]
@@ -56,6 +64,11 @@ class PreparedModel:
     inputs: list[InputSpec]
     steps: list[str] = field(default_factory=list)
     source_opset: int = 0
+    #: inputs whose first (batch) dimension the source model leaves dynamic -> its label there
+    #: ("batch", "N", "-1"...): the prepared model fixes it, the quantized model gets it back
+    dynamic_batch: dict[str, str] = field(default_factory=dict)
+    #: names of source nodes preparation removed -> what became of them ("folded into 'conv1'")
+    folded_nodes: dict[str, str] = field(default_factory=dict)
 
     def session(self) -> ort.InferenceSession:
         return ort_session(self.model)
@@ -81,7 +94,14 @@ def ort_session(model: onnx.ModelProto, *, fused_qdq: bool = False, **options: A
         so.add_session_config_entry("session.disable_quant_qdq", "1")
     for key, value in options.items():
         setattr(so, key, value)
-    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    if not too_large_to_serialize(model):
+        return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    # over protobuf's 2 GiB: onnxruntime reads it from a file with its weights beside it (it has
+    # read them when the session exists, so the folder can go)
+    with tempfile.TemporaryDirectory(prefix="ryzen_nb_session_") as tmp:
+        path = Path(tmp) / "model.onnx"
+        save_model(model, path, external_data=True)
+        return ort.InferenceSession(str(path), so, providers=["CPUExecutionProvider"])
 
 
 def prune_unused(m: onnx.ModelProto) -> None:
@@ -127,14 +147,8 @@ def input_specs(model: onnx.ModelProto) -> list[InputSpec]:
     for vi in model.graph.input:
         if vi.name in initializers:
             continue
-        t = vi.type.tensor_type
-        dims: list[int | str | None] = []
-        for d in t.shape.dim:
-            if d.HasField("dim_value"):
-                dims.append(int(d.dim_value))
-            else:
-                dims.append(d.dim_param or None)
-        specs.append(InputSpec(vi.name, tuple(dims), _tensor_dtype(t.elem_type)))
+        # a dim_param, nothing, or the -1 some exporters (Paddle) write: dynamic
+        specs.append(InputSpec(vi.name, tuple(input_dims(vi)), _tensor_dtype(vi.type.tensor_type.elem_type)))
     return specs
 
 
@@ -163,12 +177,21 @@ def prepare(
     """
     m = load_model(model)
     steps: list[str] = []
+    check_opset(m)
+    check_not_quantized(m)
+    source_nodes = [n.name for n in m.graph.node if n.name]
+    folded_nodes: dict[str, str] = {}
+    as_inputs = drop_initializer_inputs(m)
+    if as_inputs:
+        steps.append(f"treated {len(as_inputs)} initializer(s) listed as graph inputs as constants "
+                     f"({', '.join(as_inputs[:3])}{', ...' if len(as_inputs) > 3 else ''}): the quantized model "
+                     "does not ask for them")
     _check(_infer_shapes(m))
 
     source_opset = _default_opset(m)
     if source_opset < OPSET:
         try:
-            m = version_converter.convert_version(m, OPSET)
+            m = graph_only(m, lambda g: version_converter.convert_version(g, OPSET))
         except Exception as exc:
             raise ModelError(
                 f"Could not convert the model from opset {source_opset} to {OPSET} ({exc}). "
@@ -181,22 +204,58 @@ def prepare(
     if constants:
         steps.append(f"turned {constants} Constant node(s) into initializers")
 
-    m, fixed = _make_inputs_static(m, input_shapes, sample)
-    if fixed:
-        steps.append("made inputs static: " + "; ".join(fixed))
+    free_batch = dynamic_batch(m)
+    has_subgraphs = any(g is not m.graph for g in walk_graphs(m.graph))
+    done = len(steps)
+    try:
+        work = _copy(m) if has_subgraphs else m
+        m, free = _rest(work, input_shapes, sample, free_batch, optimize, matmul_add_to_gemm, steps, folded_nodes), free_batch
+    except ModelError as exc:
+        if not has_subgraphs or "cannot load the prepared model" not in str(exc):
+            raise
+        # If/Loop bodies typed for any shape may not type-check for one fixed shape (a branch that is
+        # never taken for it): the model then stays as dynamic as its inputs are declared
+        del steps[done:]
+        m = _rest(m, None, None, {}, optimize, matmul_add_to_gemm, steps, folded_nodes, static=False)
+        free = {}
+        steps.append("kept the inputs as dynamic as declared: with fixed shapes onnxruntime rejects the model's "
+                     f"If/Loop bodies ({str(exc).split(':', 1)[-1].strip()[:160]})")
+    remaining = {n.name for n in m.graph.node}
+    for name in source_nodes:
+        if name not in remaining:
+            folded_nodes.setdefault(name, "removed by constant folding or redundant-node elimination")
+    for step in steps:
+        log.debug("prepare: %s", step)
+    return PreparedModel(model=m, inputs=input_specs(m), steps=steps, source_opset=source_opset,
+                         dynamic_batch=free, folded_nodes=folded_nodes)
 
+
+def _copy(m: onnx.ModelProto) -> onnx.ModelProto:
+    out = onnx.ModelProto()
+    out.CopyFrom(m)
+    return out
+
+
+def _rest(m: onnx.ModelProto, input_shapes, sample, free_batch: Mapping[str, str], optimize: bool,
+          matmul_add_to_gemm: bool, steps: list[str], folded_nodes: dict[str, str], static: bool = True,
+          ) -> onnx.ModelProto:
+    """The preparation steps from fixing the input shapes on (see :func:`prepare`)."""
+    if static:
+        m, fixed = make_inputs_static(m, input_shapes, sample, free_batch)
+        if fixed:
+            steps.append("made inputs static: " + "; ".join(fixed))
     m = _infer_shapes(m)
-    folded = fold_batch_norms(m)
+    folded = fold_batch_norms(m, folded_nodes)
     if folded:
         steps.append(f"folded {folded} BatchNormalization node(s) into Conv/ConvTranspose/Gemm")
     if optimize:
         before = len(m.graph.node)
-        m = _fold_constants(m)
+        m = _fold_constants(m, free_batch)
         if len(m.graph.node) != before:
             steps.append(f"folded constants: {before} -> {len(m.graph.node)} nodes")
     m = _infer_shapes(m)
     if matmul_add_to_gemm:
-        fused = fuse_matmul_add(m)
+        fused = fuse_matmul_add(m, folded_nodes)
         if fused:
             steps.append(f"turned {fused} MatMul + bias Add pair(s) into Gemm")
             m = _infer_shapes(m)
@@ -204,13 +263,11 @@ def prepare(
         ort_session(m)
     except Exception as exc:
         raise ModelError(f"onnxruntime cannot load the prepared model: {exc}") from exc
-    for step in steps:
-        log.debug("prepare: %s", step)
-    return PreparedModel(model=m, inputs=input_specs(m), steps=steps, source_opset=source_opset)
+    return m
 
 
 # -- steps ---------------------------------------------------------------------------------------------
-def fuse_matmul_add(m: onnx.ModelProto) -> int:
+def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) -> int:
     """Turn ``Add(MatMul(A, W), b)`` with constant ``W [K, N]`` and bias ``b [N]`` into a Gemm.
 
     A Gemm carries its bias into the accumulator: integer presets quantize it to int32 with scale
@@ -227,7 +284,8 @@ def fuse_matmul_add(m: onnx.ModelProto) -> int:
     for node in graph.node:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
-    graph_outputs = {o.name for o in graph.output}
+    # outputs and tensors a subgraph reads must keep their producers
+    graph_outputs = {o.name for o in graph.output} | outer_scope_reads(graph)
     replaced: dict[int, list[onnx.NodeProto]] = {}  # id(MatMul) -> new nodes; the Add is dropped
     dropped: set[int] = set()
     for mm in graph.node:
@@ -247,9 +305,11 @@ def fuse_matmul_add(m: onnx.ModelProto) -> int:
         tag = mm.name or mm.output[0]
         b_vec = bias
         if len(inits[bias].dims) != 1:
-            vec = numpy_helper.from_array(numpy_helper.to_array(inits[bias]).reshape(n), f"{bias}_vector")
-            graph.initializer.append(vec)
-            b_vec = vec.name
+            b_vec = f"{bias}_vector"
+            if b_vec not in inits:  # a bias shared by several pairs is reshaped once
+                vec = numpy_helper.from_array(numpy_helper.to_array(inits[bias]).reshape(n), b_vec)
+                graph.initializer.append(vec)
+                inits[b_vec] = graph.initializer[-1]
         nodes = []
         a2 = mm.input[0]
         if len(a_shape) > 2:
@@ -260,11 +320,14 @@ def fuse_matmul_add(m: onnx.ModelProto) -> int:
         y2 = add.output[0] if len(a_shape) == 2 else f"{tag}_gemm_output"
         nodes.append(helper.make_node("Gemm", [a2, mm.input[1], b_vec], [y2], name=mm.name or f"{tag}_gemm"))
         if len(a_shape) > 2:
-            out_shape = numpy_helper.from_array(np.array([*a_shape[:-1], n], np.int64), f"{tag}_gemm_output_shape")
+            # -1 for the leading dimension: the batch stays free for a model whose batch is dynamic
+            out_shape = numpy_helper.from_array(np.array([-1, *a_shape[1:-1], n], np.int64), f"{tag}_gemm_output_shape")
             graph.initializer.append(out_shape)
             nodes.append(helper.make_node("Reshape", [y2, out_shape.name], [add.output[0]], name=f"{tag}_gemm_reshape_out"))
         replaced[id(mm)] = nodes
         dropped.add(id(add))
+        if folded is not None and add.name:
+            folded[add.name] = f"fused with its MatMul into Gemm {mm.name or f'{tag}_gemm'!r}"
     if not replaced:
         return 0
     new_nodes: list[onnx.NodeProto] = []
@@ -280,6 +343,9 @@ def fuse_matmul_add(m: onnx.ModelProto) -> int:
 
 
 def _check(m: onnx.ModelProto) -> None:
+    if too_large_to_serialize(m):  # the checker serializes the model; onnxruntime's load below checks it
+        log.debug("model over 2 GiB: onnx's checker skipped")
+        return
     try:
         onnx.checker.check_model(m)
     except onnx.checker.ValidationError as exc:
@@ -311,80 +377,27 @@ def constants_to_initializers(m: onnx.ModelProto) -> int:
     return count
 
 
-def _make_inputs_static(
-    m: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None, sample: Mapping[str, np.ndarray] | None
-) -> tuple[onnx.ModelProto, list[str]]:
-    specs = {s.name: s for s in input_specs(m)}
-    given: dict[str, tuple[int, ...]] = {}
-    if input_shapes:
-        unknown = [n for n in input_shapes if n not in specs]
-        if unknown:
-            raise ModelError(
-                f"input_shapes names {unknown}, which the model does not have; its inputs are {list(specs)}."
-            )
-        given.update({k: tuple(int(d) for d in v) for k, v in input_shapes.items()})
-    if sample:
-        for name, value in sample.items():
-            if name in specs and name not in given:
-                given[name] = tuple(np.shape(value))
-    fixed, problems = [], []
-    for vi in m.graph.input:
-        spec = specs.get(vi.name)
-        if spec is None:
-            continue
-        shape = given.get(vi.name)
-        if shape is not None and len(shape) != len(spec.shape):
-            raise ModelError(
-                f"Input {vi.name!r} has rank {len(spec.shape)} ({spec.describe()}), but the shape given for it "
-                f"is {list(shape)}."
-            )
-        dims = vi.type.tensor_type.shape.dim
-        for i, d in enumerate(dims):
-            if d.HasField("dim_value"):
-                if shape is not None and shape[i] != d.dim_value:
-                    raise ModelError(
-                        f"Input {vi.name!r} dimension {i} is fixed to {d.dim_value} in the model, but the data "
-                        f"or input_shapes give {shape[i]}. Feed tensors of shape "
-                        f"{[x if isinstance(x, int) else '?' for x in spec.shape]}."
-                    )
-                continue
-            label = d.dim_param or "?"
-            if shape is None:
-                problems.append(f"{vi.name!r} dimension {i} ({label})")
-                continue
-            d.Clear()
-            d.dim_value = int(shape[i])
-            fixed.append(f"{vi.name} dim {i} ({label}) = {shape[i]}")
-    if problems:
-        raise ModelError(
-            "The model has dynamic input dimensions: " + ", ".join(problems) + ". The NPU flow needs static "
-            "shapes: pass input_shapes={name: [...]} or calibration data, whose first sample fixes them."
-        )
-    if fixed:
-        # stale value_info for intermediate tensors would pin the old dynamic shapes
-        del m.graph.value_info[:]
-    return m, fixed
-
-
 def _infer_shapes(m: onnx.ModelProto) -> onnx.ModelProto:
     try:
-        return shape_inference.infer_shapes(m, strict_mode=False, data_prop=True)
+        return graph_only(m, lambda g: shape_inference.infer_shapes(g, strict_mode=False, data_prop=True))
     except Exception as exc:  # shape inference is best effort; onnxruntime checks later
         log.debug("onnx shape inference failed: %s", exc)
         return m
 
 
-def fold_batch_norms(m: onnx.ModelProto) -> int:
+def fold_batch_norms(m: onnx.ModelProto, folded: dict[str, str] | None = None) -> int:
     """Fold each BatchNormalization that alone consumes a Conv/ConvTranspose/Gemm output into it.
 
-    The weight keeps its name (mixed-precision settings refer to tensors by name)."""
+    The weight keeps its name (mixed-precision settings refer to tensors by name); ``folded``
+    records, per BatchNormalization name, the node it went into."""
     inits = {t.name: t for t in m.graph.initializer}
     consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in m.graph.node:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
     producers = {out: node for node in m.graph.node for out in node.output}
-    graph_outputs = {o.name for o in m.graph.output}
+    # a Conv output that is a graph output or that a subgraph reads must stay as it is
+    graph_outputs = {o.name for o in m.graph.output} | outer_scope_reads(m.graph)
     removed: set[int] = set()
     count = 0
     for bn in list(m.graph.node):
@@ -438,6 +451,8 @@ def fold_batch_norms(m: onnx.ModelProto) -> int:
         prev.output[0] = bn.output[0]
         removed.add(id(bn))
         count += 1
+        if folded is not None and bn.name:
+            folded[bn.name] = f"folded into {prev.op_type} {prev.name or prev.output[0]!r}"
     if count:
         kept = [n for n in m.graph.node if id(n) not in removed]
         del m.graph.node[:]
@@ -450,8 +465,18 @@ def fold_batch_norms(m: onnx.ModelProto) -> int:
     return count
 
 
-def _fold_constants(m: onnx.ModelProto) -> onnx.ModelProto:
-    """onnxruntime's basic optimizations: constant folding and redundant-node removal, standard ops only."""
+def _fold_constants(m: onnx.ModelProto, free_batch: Mapping[str, str] = ()) -> onnx.ModelProto:
+    """onnxruntime's basic optimizations: constant folding and redundant-node removal, standard ops only.
+
+    Inputs whose batch the source model leaves dynamic (``free_batch``) are folded with it dynamic,
+    so that shape arithmetic on the batch (``x.view(x.size(0), -1)``) is not frozen into constants
+    holding the calibration batch: the quantized model gets its dynamic batch back."""
+    if too_large_to_serialize(m):
+        log.debug("model over 2 GiB: constant folding skipped")
+        return m
+    source = m
+    if free_batch:
+        m = with_free_batch(m, free_batch)
     with tempfile.TemporaryDirectory(prefix="ryzen_nb_prepare_") as tmp:
         out = Path(tmp) / "optimized.onnx"
         so = ort.SessionOptions()
@@ -481,5 +506,11 @@ def _fold_constants(m: onnx.ModelProto) -> onnx.ModelProto:
     optimized.graph.name = m.graph.name
     if not optimized.metadata_props and m.metadata_props:
         optimized.metadata_props.extend(m.metadata_props)
+    if free_batch:  # the static declarations back; shape inference follows
+        declared = {vi.name: vi for vi in list(source.graph.input) + list(source.graph.output)}
+        for vi in list(optimized.graph.input) + list(optimized.graph.output):
+            if vi.name in declared:
+                vi.CopyFrom(declared[vi.name])
+        del optimized.graph.value_info[:]
     return optimized
 

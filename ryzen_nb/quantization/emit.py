@@ -20,6 +20,7 @@ from ryzen_nb._version import __version__
 from ryzen_nb.errors import ConfigError
 from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.builder import OPSET, RYZEN_NB_DOMAIN, RYZEN_NB_DOMAIN_VERSION, GraphBuilder
+from ryzen_nb.graph.checks import all_names
 from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.quantization.plan import QuantPlan, TensorPlan
 from ryzen_nb.quantization.settings import Settings
@@ -40,7 +41,7 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
     producers = {o: index.index_of(n) for o, n in index.producer.items()}
     shapes = {name: tuple(dims) for name, dims in index.static_shapes.items()}
     ranks = {name: len(dims) for name, dims in index.shapes.items()}
-    b = GraphBuilder()
+    b = GraphBuilder(reserved=all_names(model))  # new names never collide with the model's own
     inserted_after: dict[int, list[onnx.NodeProto]] = defaultdict(list)  # producer index -> chain nodes
     head: list[onnx.NodeProto] = []  # chains on graph inputs and initializers
     new_inits: list[onnx.TensorProto] = []
@@ -54,13 +55,14 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
         start = len(b.nodes)
         if t.role == "activation":
             source = name
-            result = f"{name}_{fmt.name}_qdq"
             if name in graph_outputs and name in producers:
                 # keep the graph output's name on the quantized value
-                source = f"{name}_float"
+                source = b.unique(f"{name}_float")
                 rename_output[(producers[name], name)] = source
                 graph_output_sources[name] = source
                 result = name
+            else:
+                result = b.unique(f"{name}_{fmt.name}_qdq")
             y = _lower(b, fmt, source, shapes.get(name), ranks.get(name, 4), lowering_args(t, fmt), settings)
             _rename_last_output(b.nodes[start:], y, result)
             chain = b.nodes[start:]
@@ -69,18 +71,20 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
             else:
                 head.extend(chain)
             dual = plan.duals.get(name)
+            dual_result = ""
             if dual is not None:  # a second quantizer after the first, for the consumers in its precision
                 start = len(b.nodes)
                 dual_fmt = dual.fmt()
                 y2 = _lower(b, dual_fmt, result, shapes.get(name), ranks.get(name, 4), lowering_args(dual, dual_fmt), settings)
                 if isinstance(fmt, IntegerFormat):  # the second quantizer reads a DequantizeLinear
                     _shield_from_dq_propagation(b, b.nodes[start:], result)
-                _rename_last_output(b.nodes[start:], y2, f"{name}_{dual_fmt.name}_dual_qdq")
+                dual_result = b.unique(f"{name}_{dual_fmt.name}_dual_qdq")
+                _rename_last_output(b.nodes[start:], y2, dual_result)
                 (inserted_after[producers[name]] if name in producers else head).extend(b.nodes[start:])
             for c in consumers.get(name, []):
                 # quantized consumers read the quantized value, the others the float one
                 if dual is not None and c in dual.consumers:
-                    rename_input[(c, name)] = f"{name}_{dual.fmt().name}_dual_qdq"
+                    rename_input[(c, name)] = dual_result
                 elif c in qnodes:
                     rename_input[(c, name)] = result
                 elif source != name:
@@ -196,23 +200,25 @@ def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPla
         if np.ndim(t.params.scale):
             kw["axis"] = t.axis
         q = fmt.quantize(values, **kw)
-        codes = numpy_helper.from_array(q.codes, f"{name}_quantized")
-        scale = numpy_helper.from_array(np.asarray(t.params.scale, np.float32), f"{name}_scale")
-        zp = numpy_helper.from_array(np.asarray(t.params.zero_point).astype(fmt.storage_dtype), f"{name}_zero_point")
+        codes = numpy_helper.from_array(q.codes, b.unique(f"{name}_quantized"))
+        scale = numpy_helper.from_array(np.asarray(t.params.scale, np.float32), b.unique(f"{name}_scale"))
+        zp = numpy_helper.from_array(np.asarray(t.params.zero_point).astype(fmt.storage_dtype),
+                                     b.unique(f"{name}_zero_point"))
         attrs = {"axis": t.axis} if np.ndim(t.params.scale) else {}
-        out = f"{name}_DequantizeLinear_Output"
+        out = b.unique(f"{name}_DequantizeLinear_Output")
         b.nodes.append(helper.make_node("DequantizeLinear", [codes.name, scale.name, zp.name], [out],
-                                        name=f"{name}_DequantizeLinear", **attrs))
+                                        name=b.unique(f"{name}_DequantizeLinear"), **attrs))
         return [codes, scale, zp], out
     if fmt.info.family == "float" and t.params is None and settings.float_weight_storage == "qdq":
-        original = numpy_helper.from_array(values.astype(np.float32), f"{name}_float")
+        original = numpy_helper.from_array(values.astype(np.float32), b.unique(f"{name}_float"))
         return [original], _lower(b, fmt, original.name, values.shape, values.ndim, {"rounding": t.settings.rounding},
                                   settings)
     if fmt.info.family == "float" and t.params is None and settings.float_weight_storage == "native":
         q = fmt.quantize(values)
-        codes = numpy_helper.from_array(q.codes, f"{name}_{fmt.name}")
-        out = f"{name}_Cast_Output"
-        b.nodes.append(helper.make_node("Cast", [codes.name], [out], name=f"{name}_Cast", to=onnx.TensorProto.FLOAT))
+        codes = numpy_helper.from_array(q.codes, b.unique(f"{name}_{fmt.name}"))
+        out = b.unique(f"{name}_Cast_Output")
+        b.nodes.append(helper.make_node("Cast", [codes.name], [out], name=b.unique(f"{name}_Cast"),
+                                        to=onnx.TensorProto.FLOAT))
         return [codes], out
     kw = {"rounding": t.settings.rounding}
     if fmt.info.axis_role is not None:
@@ -220,7 +226,7 @@ def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPla
     if t.params is not None:
         kw["scale"] = t.params.scale
     quantized = fmt.quantize_dequantize(values, **kw).astype(np.float32)
-    tensor = numpy_helper.from_array(quantized, f"{name}_{fmt.name}")
+    tensor = numpy_helper.from_array(quantized, b.unique(f"{name}_{fmt.name}"))
     return [tensor], tensor.name
 
 

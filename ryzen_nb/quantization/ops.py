@@ -1,7 +1,7 @@
 """What the quantizer knows about each operator: one table, used for planning and by the widgets.
 
 For every op type it can quantize: which inputs are weights and biases, the axis of per-channel
-weight scales, the axis block formats run along (the reduction dimension, NPU_SPEC §4.5 A16), and
+weight scales, the axis block formats run along (the reduction dimension, docs/npu-numerics.md#bfp16, A16), and
 whether the op only moves data (its output then shares its input's integer scale, as Quark's
 Align* options and onnxruntime's QDQ propagation do).
 """

@@ -5,9 +5,23 @@
   of tensors that must share a scale;
 * weights and other constants: from their values (per tensor or per channel);
 * biases: int32 with scale ``s_input * s_weight`` (they add into the accumulator) or the weight format.
+
+Two rules hold by construction:
+
+* a group of tensors sharing one scale (Concat inputs and output, data movement) gets the scale
+  that covers every member's own calibrated range — each member's range is computed with the
+  config's method, and the group takes the widest: a Concat of box coordinates (0-320) with
+  scores (0-1) never clamps the boxes to the scores' range;
+* an int32 bias never saturates: where ``bias / (s_input * s_weight)`` would leave int32 (tiny
+  weight scales: a dead channel, int16 weights), the weight scale of that layer is raised until it
+  fits — the remedy the hardware flow allows, since the bias scale is fixed by the accumulator —
+  and the layers are named in a warning.
 """
 
 from __future__ import annotations
+
+import logging
+from dataclasses import replace
 
 import numpy as np
 import onnx
@@ -15,13 +29,19 @@ from onnx import numpy_helper
 
 from ryzen_nb.calibration.methods import QuantParams, get_method, pow2_scale_for_values
 from ryzen_nb.calibration.runner import CalibrationResult
-from ryzen_nb.calibration.stats import TensorStats
-from ryzen_nb.errors import ConfigError
+from ryzen_nb.errors import ConfigError, ModelError
+from ryzen_nb.formats import ScaleKind
 from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.quantization.plan import QuantPlan, TensorPlan, scaled, with_format
 from ryzen_nb.quantization.settings import Settings
 
-__all__ = ["assign_parameters"]
+__all__ = ["assign_parameters", "check_finite_constants", "INT32_BIAS_LIMIT"]
+
+log = logging.getLogger(__name__)
+
+#: the largest int32 bias code allowed, with headroom below 2**31 - 1 for rounding and for the
+#: accumulator the bias starts (an NPU adds products onto it)
+INT32_BIAS_LIMIT = 2**31 - 2**16
 
 
 def assign_parameters(model: onnx.ModelProto, plan: QuantPlan, calibration: CalibrationResult | None,
@@ -46,45 +66,102 @@ def assign_parameters(model: onnx.ModelProto, plan: QuantPlan, calibration: Cali
         if t.role == "activation" or not scaled(fmt) or t.role == "bias":
             continue
         t.params = _constant_params(numpy_helper.to_array(inits[name]), t, fmt)
-    for name, t in plan.tensors.items():
-        if t.role == "bias" and scaled(t.fmt()):
-            t.params = _bias_params(model, plan, t, numpy_helper.to_array(inits[name]), settings)
+    biases = {name: numpy_helper.to_array(inits[name]) for name, t in plan.tensors.items()
+              if t.role == "bias" and scaled(t.fmt())}
+    _fit_int32_biases(model, plan, biases, settings)  # first: a weight scale may change for several biases
+    for name, values in biases.items():
+        plan.tensors[name].params = _bias_params(model, plan, plan.tensors[name], values, settings)
     for name, t in plan.duals.items():
         if scaled(t.fmt()):
             t.params = _activation_params((name,), stats, t, t.fmt(), settings)
 
 
 def _activation_params(members, stats, t: TensorPlan, fmt, settings: Settings) -> QuantParams:
-    merged: TensorStats | None = None
-    for m in members:
-        s = stats.get(m)
-        if s is None or s.count == 0:
-            continue
-        merged = s if merged is None else _merge(merged, s)
-    if merged is None:
-        raise ConfigError(f"No calibration statistics for tensor {t.name!r}; was it computed for any sample?")
+    """Parameters for ``members`` (one tensor, or a group sharing a scale) that cover each member's
+    own range: every member's range comes from the method on its own statistics, and the group
+    takes the widest (merged statistics would let a large, narrow member — scores in 0..1 — decide
+    the scale of a small, wide one — box coordinates in 0..320 — and clamp it)."""
     method = get_method(t.settings.method)
     if method.power_of_two != t.settings.power_of_two:
         method = get_method("MinMSE" if t.settings.power_of_two else "MinMax")
-    return method.params(merged, fmt, t.settings.symmetric, **settings.method_options)
+    own = [method.params(stats[m], fmt, t.settings.symmetric, **settings.method_options)
+           for m in members if stats.get(m) is not None and stats[m].count > 0]
+    if not own:
+        raise ConfigError(f"No calibration statistics for tensor {t.name!r}; was it computed for any sample?")
+    if len(own) == 1:
+        return own[0]
+    lo, hi = min(p.rmin for p in own), max(p.rmax for p in own)
+    if t.settings.symmetric or method.power_of_two:  # the zero point is the format's: the widest scale covers all
+        widest = max(own, key=lambda p: float(np.max(p.scale)))
+        return replace(widest, rmin=lo, rmax=hi)
+    scale, zp = fmt.scale_from_range(lo, hi, symmetric=False)
+    return QuantParams(scale, zp, lo, hi, method.name)
 
 
-def _merge(a, b):
-    out = TensorStats(histogram=a.histogram and b.histogram, num_bins=a.num_bins)
-    out.min, out.max, out.count = min(a.min, b.min), max(a.max, b.max), a.count + b.count
-    if out.histogram:
-        out.hist = np.zeros(out.num_bins, np.int64)
-        out.threshold = max(a.threshold, b.threshold)
-        for s in (a, b):
-            h, thr = s.hist, s.threshold
-            while thr < out.threshold:  # widen the smaller histogram to the common range
-                merged = h.reshape(-1, 2).sum(axis=1)
-                q = out.num_bins // 4
-                h = np.zeros_like(h)
-                h[q : q + merged.size] = merged
-                thr *= 2
-            out.hist += h
-    return out
+def check_finite_constants(model: onnx.ModelProto, plan: QuantPlan) -> None:
+    """NaN in a constant the plan quantizes, or Inf where a scale or a shared exponent would take
+    it in, is an error naming the tensor (its quantized values would all be garbage). Run before
+    calibration, which would otherwise stop on the NaN activations the weight causes."""
+    inits = {t.name: t for t in model.graph.initializer}
+    for name, t in plan.tensors.items():
+        if t.role == "activation" or name not in inits:
+            continue
+        values = numpy_helper.to_array(inits[name])
+        if values.dtype.kind != "f":
+            continue
+        nan, inf = int(np.isnan(values).sum()), int(np.isinf(values).sum())
+        fmt = t.fmt()
+        inf_breaks = fmt.info.scale_kind is not ScaleKind.NONE or fmt.info.family != "float"
+        if nan or (inf and inf_breaks):
+            what = " and ".join(x for x in (f"{nan} NaN" if nan else "", f"{inf} Inf" if inf else "") if x)
+            raise ModelError(
+                f"The model's {t.role} {name!r} holds {what} value(s) (of {values.size}); quantized to {t.format} "
+                "it would turn every value of the layer into garbage. Fix the exported weights (a diverged "
+                "training, an overflow in export), or keep the nodes reading it in float (nodes_to_exclude)."
+            )
+
+
+def _fit_int32_biases(model, plan: QuantPlan, biases: dict[str, np.ndarray], settings: Settings) -> None:
+    """Raise the weight scale of every layer whose int32 bias would saturate (see the module
+    docstring); a warning names the layers."""
+    if settings.bias != "int32":
+        return
+    raised: list[str] = []
+    for name, values in biases.items():
+        pair = _bias_inputs(model, plan, plan.tensors[name])
+        if pair is None:
+            continue
+        x, w, node = pair
+        sx = float(np.max(x.params.scale))
+        sw = np.asarray(w.params.scale, np.float64)
+        need = np.abs(values.astype(np.float64)).reshape(sw.shape if sw.ndim else -1) / (sx * INT32_BIAS_LIMIT)
+        need = need if sw.ndim else np.max(need, initial=0.0)
+        if not np.any(need > sw):
+            continue
+        new = np.maximum(sw, need)
+        if w.settings.power_of_two:  # keep powers of two (round up: never below what the bias needs)
+            new = 2.0 ** np.ceil(np.log2(np.maximum(new, np.finfo(np.float32).tiny)))
+        w.params = replace(w.params, scale=np.asarray(new, np.float32).reshape(np.shape(w.params.scale)))
+        raised.append(node.name or node.output[0])
+    if raised:
+        message = (f"int32 bias would saturate in {len(raised)} layer(s) ({', '.join(raised[:5])}"
+                   f"{', ...' if len(raised) > 5 else ''}): bias scale = input scale x weight scale was too small for "
+                   "the bias, so their weight scales were raised until the bias fits (coarser weights for those "
+                   "layers; per-channel weights or A16W8 inputs may help)")
+        log.warning(message)
+        plan.notes.append(message)
+
+
+def _bias_inputs(model, plan: QuantPlan, t: TensorPlan):
+    """(input plan, weight plan, node) of the layer whose int32 bias ``t`` is, when both have parameters."""
+    node = model.graph.node[t.bias_of] if t.bias_of is not None else None
+    if node is None:
+        return None
+    x = plan.tensors.get(node.input[0])
+    w = plan.tensors.get(node.input[1])
+    if x and w and x.params is not None and w.params is not None and isinstance(w.fmt(), IntegerFormat):
+        return x, w, node
+    return None
 
 
 def _constant_params(values: np.ndarray, t: TensorPlan, fmt) -> QuantParams:
@@ -109,12 +186,11 @@ def _constant_params(values: np.ndarray, t: TensorPlan, fmt) -> QuantParams:
 
 
 def _bias_params(model, plan: QuantPlan, t: TensorPlan, values: np.ndarray, settings: Settings) -> QuantParams | None:
-    node = model.graph.node[t.bias_of] if t.bias_of is not None else None
     fmt = t.fmt()
-    if settings.bias == "int32" and node is not None:
-        x = plan.tensors.get(node.input[0])
-        w = plan.tensors.get(node.input[1])
-        if x and w and x.params is not None and w.params is not None and isinstance(w.fmt(), IntegerFormat):
+    if settings.bias == "int32":
+        pair = _bias_inputs(model, plan, t)
+        if pair is not None:
+            x, w, _ = pair
             scale = (x.params.scale.astype(np.float64) * w.params.scale.astype(np.float64)).astype(np.float32)
             scale = np.maximum(scale, np.finfo(np.float32).tiny)
             t.settings = with_format(t.settings, "int32")

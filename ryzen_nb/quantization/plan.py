@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 import onnx
@@ -33,6 +34,7 @@ from ryzen_nb.calibration.methods import QuantParams
 from ryzen_nb.errors import ConfigError, closest_first
 from ryzen_nb.formats import ScaleKind
 from ryzen_nb.formats.integer import IntegerFormat
+from ryzen_nb.graph.checks import walk_graphs
 from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.quantization.ops import FUSIBLE_ACTIVATIONS, OPS, OpInfo, op_info, weight_block_axis, weight_channel_axis
 from ryzen_nb.quantization.settings import Settings, TensorSettings
@@ -93,21 +95,28 @@ def scaled(fmt: formats.NumericFormat) -> bool:
 
 
 # -- make_plan and its steps ------------------------------------------------------------------------------
-def make_plan(model: onnx.ModelProto, settings: Settings) -> QuantPlan:
-    """The plan for a prepared float ``model`` (the steps are listed in the module docstring)."""
+def make_plan(model: onnx.ModelProto, settings: Settings, folded_nodes: Mapping[str, str] | None = None) -> QuantPlan:
+    """The plan for a prepared float ``model`` (the steps are listed in the module docstring).
+    ``folded_nodes`` names the source nodes preparation removed (and what became of them): node
+    lists may name them, as users copy names from the model they have."""
     index = ModelIndex(model, infer=False)  # a prepared model carries its inferred shapes and types
-    quantized = _quantized_nodes(index, settings)
+    selection_notes: list[str] = []
+    quantized = _quantized_nodes(index, settings, folded_nodes or {}, selection_notes)
     folded = _folded_tensors(index, quantized, settings)
     tensors = _plan_tensors(index, quantized, folded, settings)
     _check_named_tensors(index, tensors, folded, settings)
     outputs = {n for node in index.nodes for n in node.output}
-    plan = QuantPlan(tensors, quantized, folded=sorted(folded & outputs))
+    plan = QuantPlan(tensors, quantized, folded=sorted(folded & outputs), notes=selection_notes)
     plan.deferred = _defer_past_value_selection(index, plan, settings)
     plan.duals = _dual_quantizers(index, tensors, settings)
     if plan.deferred:
         plan.notes.append(f"{len(plan.deferred)} float-format quantizer(s) applied after Relu/MaxPool/data movement "
                           "instead of before: the same numbers with fewer operators")
     plan.groups = _sharing_groups(index, plan, settings)
+    inside = sum(len(g.node) for g in walk_graphs(model.graph)) - len(model.graph.node)
+    if inside:
+        plan.notes.append(f"{inside} node(s) inside If/Loop/Scan bodies stay float: ryzen-nb quantizes the main "
+                          "graph, and the bodies pass through intact")
     return plan
 
 
@@ -120,9 +129,10 @@ def _rank(index: ModelIndex, name: str, unknown: int) -> int:
     return unknown if shape is None else len(shape)
 
 
-def _quantized_nodes(index: ModelIndex, settings: Settings) -> list[int]:
+def _quantized_nodes(index: ModelIndex, settings: Settings, folded_nodes: Mapping[str, str],
+                     notes: list[str]) -> list[int]:
     """Positions of the selected nodes that ryzen-nb can quantize and that touch a float tensor."""
-    selected = select_nodes(index.graph, settings)
+    selected = select_nodes(index.graph, settings, folded_nodes, notes)
     return [i for i, node in enumerate(index.nodes)
             if i in selected and op_info(node) is not None
             and any(_is_float(index, n) for n in list(node.input) + list(node.output) if n)]
@@ -288,23 +298,36 @@ def _defer_past_value_selection(index: ModelIndex, plan: QuantPlan, settings: Se
     return dropped
 
 
-def _matching(patterns: list[str], names: list[str], what: str) -> set[str]:
+def _matching(patterns: list[str], names: list[str], what: str, folded_nodes: Mapping[str, str] | None = None,
+              notes: list[str] | None = None) -> set[str]:
     """Node names matching each pattern exactly or as a regular expression (Quark accepts both);
-    a pattern matching nothing is an error listing the closest names."""
+    a pattern matching nothing is an error listing the closest names — unless it names nodes that
+    preparation folded away, which is said in ``notes``."""
     found: set[str] = set()
     missing: list[str] = []
     name_set = set(names)
+    folded_nodes = folded_nodes or {}
     for pattern in patterns:
         if pattern in name_set:
             found.add(pattern)
+            continue
+        if pattern in folded_nodes:
+            if notes is not None:
+                notes.append(f"{what}: node {pattern!r} is not in the prepared model: preparation "
+                             f"{folded_nodes[pattern]}")
             continue
         try:
             regex = re.compile(pattern)
             hits = {n for n in names if regex.fullmatch(n)}
         except re.error:
             hits = set()
+        folded_hits = {n for n in folded_nodes if regex_ok(pattern, n)} if not hits else set()
         if hits:
             found |= hits
+        elif folded_hits:
+            if notes is not None:
+                notes.append(f"{what}: {pattern!r} matches only node(s) preparation folded away "
+                             f"({', '.join(sorted(folded_hits)[:3])}: {folded_nodes[min(folded_hits)]})")
         else:
             missing.append(pattern)
     if missing:
@@ -314,8 +337,18 @@ def _matching(patterns: list[str], names: list[str], what: str) -> set[str]:
     return found
 
 
-def select_nodes(graph: onnx.GraphProto, settings: Settings) -> set[int]:
-    """Indices of the nodes the config asks to quantize (before checking that ryzen-nb can)."""
+def regex_ok(pattern: str, name: str) -> bool:
+    """Whether ``name`` matches ``pattern`` as a regular expression (an invalid one matches nothing)."""
+    try:
+        return re.fullmatch(pattern, name) is not None
+    except re.error:
+        return False
+
+
+def select_nodes(graph: onnx.GraphProto, settings: Settings, folded_nodes: Mapping[str, str] | None = None,
+                 notes: list[str] | None = None) -> set[int]:
+    """Indices of the nodes the config asks to quantize (before checking that ryzen-nb can);
+    ``folded_nodes`` and ``notes`` as in :func:`_matching`."""
     names = [n.name for n in graph.node]
     index = {n.name: i for i, n in enumerate(graph.node)}
     producers = {o: i for i, n in enumerate(graph.node) for o in n.output}
@@ -343,7 +376,7 @@ def select_nodes(graph: onnx.GraphProto, settings: Settings) -> set[int]:
         chosen &= reach({index[n] for n in _matching(settings.input_nodes, names, "input_nodes")}, succ)
     if settings.output_nodes:
         chosen &= reach({index[n] for n in _matching(settings.output_nodes, names, "output_nodes")}, pred)
-    chosen -= {index[n] for n in _matching(settings.exclude_nodes, names, "nodes_to_exclude")}
+    chosen -= {index[n] for n in _matching(settings.exclude_nodes, names, "nodes_to_exclude", folded_nodes, notes)}
     for starts, ends in settings.exclude_subgraphs:
         down = reach({index[n] for n in _matching(starts, names, "subgraphs_to_exclude")}, succ)
         up = reach({index[n] for n in _matching(ends, names, "subgraphs_to_exclude")}, pred)

@@ -51,8 +51,8 @@ class Settings:
     align_concat: bool = default("AlignConcat")  #: Concat inputs and output share one scale
     keep_float: set[str] = field(default_factory=set)  #: constants never quantized (DPU correction factors)
     fold_tensors: set[str] = field(default_factory=set)  #: tensors never quantized (inside a fused NPU op)
-    npu_legality: bool = False  #: XINT8 shift-range refinements (NPU_SPEC §4.1.4)
-    dpu_rewrites: dict[str, bool] = field(default_factory=dict)  #: NPU_SPEC §4.1.5 rewrites to apply
+    npu_legality: bool = False  #: XINT8 shift-range refinements (docs/npu-numerics.md#xint8-shift-limits)
+    dpu_rewrites: dict[str, bool] = field(default_factory=dict)  #: docs/npu-numerics.md#dpu-rewrites to apply
     tensor_formats: dict[str, str] = field(default_factory=dict)  #: tensor name -> format (mixed precision)
     method_options: dict[str, Any] = field(default_factory=dict)  #: percentile, num_bins, ...
     calibration_limit: int | None = default("CalibDataSize")  #: samples (Quark CalibDataSize)

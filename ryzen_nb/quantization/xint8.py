@@ -1,11 +1,11 @@
 """XINT8 specifics of the NPU CNN flow.
 
-* :func:`apply_dpu_rewrites` — Quark's "DPU version" rewrites (NPU_SPEC §4.1.5), applied to the
+* :func:`apply_dpu_rewrites` — Quark's "DPU version" rewrites (docs/npu-numerics.md#dpu-rewrites), applied to the
   float graph before calibration so the CPU simulation computes what the NPU computes: LeakyReLU
   slopes on a k/256 grid; Sigmoid as HardSigmoid(1/6, 0.5); HardSigmoid's 1/6 as 2731/2**14;
   average pooling and ReduceMean dividing by k/2**n instead of 1/(kh*kw).
 * :func:`refine` — the shift-range legality rules the X1 compiler enforces on power-of-two
-  positions ``pos`` (scale = 2**-pos), NPU_SPEC §4.1.4, iterated up to ``MaxLoopNum`` times.
+  positions ``pos`` (scale = 2**-pos), docs/npu-numerics.md#xint8-shift-limits, iterated up to ``MaxLoopNum`` times.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from onnx import helper, numpy_helper
 
 from ryzen_nb.calibration.methods import QuantParams
 from ryzen_nb.graph.attributes import attribute
+from ryzen_nb.quantization.plan import TensorPlan
 from ryzen_nb.quantization.settings import Settings
 from ryzen_nb.spec.dpu import HARD_SIGMOID_ALPHA, HARD_SIGMOID_SHIFT, SHIFT_LIMITS, avgpool_factor, leaky_relu_alpha
 from ryzen_nb.spec.operators import MAC_OPS
@@ -115,13 +116,20 @@ def _pos(params: QuantParams) -> int:
 
 
 def refine(model: onnx.ModelProto, plan: Any, settings: Settings, max_loops: int = 5) -> list[str]:
-    """Adjust positions until every shift lies in the NPU's range (NPU_SPEC §4.1.4)."""
+    """Adjust positions until every shift lies in the NPU's range (docs/npu-numerics.md#xint8-shift-limits)."""
     if not settings.npu_legality:
         return []
     L = SHIFT_LIMITS
     tensors = plan.tensors
-    group_of = {n: g for g in plan.groups for n in g}
+    group_of: dict[str, list[str]] = {}
+    for g in plan.groups:
+        shared = list(g)
+        for n in shared:
+            group_of[n] = shared
+    requantized: dict[str, list[str]] = {}  #: tensor -> the group whose position its dual quantizer takes
+    reader_pos: dict[tuple[str, int], int] = {}  #: (tensor, reader) -> the position that reader sees it at
     changes: dict[str, int] = {}
+    graph = model.graph
 
     def pos(name: str) -> int | None:
         t = tensors.get(name)
@@ -129,14 +137,49 @@ def refine(model: onnx.ModelProto, plan: Any, settings: Settings, max_loops: int
             return None
         return _pos(t.params)
 
+    def scale_of(p: int) -> np.ndarray:
+        return np.asarray(np.float32(2.0**-p))
+
     def set_pos(name: str, p: int, rule: str) -> None:
         members = group_of.get(name, [name])
-        for m in members:
-            t = tensors[m]
-            t.params = replace(t.params, scale=np.asarray(np.float32(2.0**-p)))
+        current = pos(name)
+        if len(members) > 1 and current is not None and p > current:
+            detach(name, p)
+        else:
+            for m in members:
+                tensors[m].params = replace(tensors[m].params, scale=scale_of(p))
         changes[rule] = changes.get(rule, 0) + 1
 
-    graph = model.graph
+    def detach(name: str, p: int) -> None:
+        """``name`` leaves its group at position ``p``; its readers sharing the group's position
+        read it through a requantizer (a dual quantizer) at the group's position."""
+        group = group_of[name]
+        group.remove(name)
+        group_of[name] = [name]
+        tensors[name].params = replace(tensors[name].params, scale=scale_of(p))
+        readers = [i for i in plan.nodes if name in graph.node[i].input
+                   and any(o in group for o in graph.node[i].output)]
+        if readers and name not in plan.duals:
+            t = tensors[name]
+            plan.duals[name] = TensorPlan(name, "activation", t.settings, axis=t.axis, consumers=readers)
+            requantized[name] = group
+
+    def set_read_pos(name: str, reader: int, p: int, rule: str) -> None:
+        """A rule on how node ``reader`` reads ``name``: finer than a shared position, only that
+        reader gets a requantizer to ``p`` (the group keeps its position); else as :func:`set_pos`."""
+        current = pos(name)
+        if len(group_of.get(name, [name])) > 1 and current is not None and p > current and name not in plan.duals:
+            t = tensors[name]
+            plan.duals[name] = TensorPlan(name, "activation", t.settings, axis=t.axis, consumers=[reader],
+                                          params=replace(t.params, scale=scale_of(p)))
+            reader_pos[(name, reader)] = p
+            changes[rule] = changes.get(rule, 0) + 1
+        else:
+            set_pos(name, p, rule)
+
+    def read_pos(name: str, reader: int) -> int | None:
+        return reader_pos.get((name, reader), pos(name))
+
     consumers: dict[str, list[onnx.NodeProto]] = {}
     for node in graph.node:
         for n in node.input:
@@ -217,17 +260,28 @@ def refine(model: onnx.ModelProto, plan: Any, settings: Settings, max_loops: int
                 if pos(x) is None or y is None or pos(y) is None:
                     continue
                 in_min, in_max = L.hard_sigmoid_input_pos
-                if not in_min <= pos(x) <= in_max:
-                    set_pos(x, min(max(pos(x), in_min), in_max), f"hard-sigmoid input position in [{in_min}, {in_max}]")
+                px = read_pos(x, i)
+                if not in_min <= px <= in_max:
+                    set_read_pos(x, i, min(max(px, in_min), in_max), f"hard-sigmoid input position in [{in_min}, {in_max}]")
                 if pos(y) < L.hard_sigmoid_output_pos_min:
                     set_pos(y, L.hard_sigmoid_output_pos_min,
                             f"hard-sigmoid output position >= {L.hard_sigmoid_output_pos_min}")
-                shift = HARD_SIGMOID_SHIFT + pos(x) - pos(y)
+                shift = HARD_SIGMOID_SHIFT + read_pos(x, i) - pos(y)
                 shift_min, shift_max = L.hard_sigmoid_shift
                 if shift < shift_min:
-                    set_pos(y, HARD_SIGMOID_SHIFT + pos(x) - shift_min, f"shift_sigmoid >= {shift_min}")
+                    set_pos(y, HARD_SIGMOID_SHIFT + read_pos(x, i) - shift_min, f"shift_sigmoid >= {shift_min}")
                 elif shift > shift_max:
-                    set_pos(y, HARD_SIGMOID_SHIFT + pos(x) - shift_max, f"shift_sigmoid <= {shift_max}")
+                    set_pos(y, HARD_SIGMOID_SHIFT + read_pos(x, i) - shift_max, f"shift_sigmoid <= {shift_max}")
         if changes == before:
             break
-    return [f"NPU legality: {rule} ({n} adjustment{'s' if n > 1 else ''})" for rule, n in changes.items()]
+    for name, group in requantized.items():  # the requantizers take their group's final position
+        if group:
+            plan.duals[name].params = tensors[group[0]].params
+    plan.groups = [g for g in {id(g): g for g in group_of.values()}.values() if len(g) > 1]
+    notes = [f"NPU legality: {rule} ({n} adjustment{'s' if n > 1 else ''})" for rule, n in changes.items()]
+    if requantized or reader_pos:
+        names = sorted(set(requantized) | {n for n, _ in reader_pos})
+        notes.append(f"NPU legality: {len(names)} tensor(s) got their own position and a requantizer to the "
+                     f"position they share ({', '.join(names[:4])}{', ...' if len(names) > 4 else ''}) instead of "
+                     "moving the whole group finer, which would clip the others")
+    return notes

@@ -1,0 +1,162 @@
+"""Input shapes: fixing dynamic dimensions for the work, and giving the batch back afterwards.
+
+The quantizer works on a static copy of a model (shape inference, constant folding, the NPU's
+shape-dependent rewrites, calibration all need one). Exporters leave the batch dimension dynamic
+(``batch``, ``N``, ``?``, or Paddle's ``-1``), and a quantized model must keep it so, as AMD Quark's
+do: :func:`dynamic_batch` records it, :func:`make_inputs_static` fixes every dynamic dimension from
+``input_shapes`` or the first calibration sample, and :func:`restore_dynamic_batch` makes the batch
+dynamic again in the output — only after checking that the quantized model really runs with another
+batch (:func:`batch_free_check`), since a graph can compute shapes from its batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import onnx
+
+from ryzen_nb.errors import ModelError
+from ryzen_nb.graph.checks import walk_graphs
+
+__all__ = ["dynamic_batch", "make_inputs_static", "with_free_batch", "with_input_shapes", "restore_dynamic_batch",
+           "input_dims"]
+
+
+def input_dims(vi: onnx.ValueInfoProto) -> list[int | str | None]:
+    """A value's dimensions: ints where fixed, the dim_param (or None) where dynamic; a negative
+    dim_value (Paddle's -1) counts as dynamic."""
+    out: list[int | str | None] = []
+    for d in vi.type.tensor_type.shape.dim:
+        out.append(int(d.dim_value) if d.HasField("dim_value") and d.dim_value >= 0 else (d.dim_param or None))
+    return out
+
+
+def dynamic_batch(m: onnx.ModelProto) -> dict[str, str]:
+    """Graph inputs whose first dimension is dynamic -> its label (``"batch"`` when it has none)."""
+    inits = {t.name for t in m.graph.initializer}
+    out: dict[str, str] = {}
+    for vi in m.graph.input:
+        if vi.name in inits or not vi.type.tensor_type.HasField("shape"):
+            continue
+        dims = vi.type.tensor_type.shape.dim
+        if dims and not (dims[0].HasField("dim_value") and dims[0].dim_value > 0):
+            out[vi.name] = dims[0].dim_param or "batch"
+    return out
+
+
+def make_inputs_static(
+    m: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]] | None, sample: Mapping[str, np.ndarray] | None,
+    free_batch: Mapping[str, str] = (), *, require_all: bool = True,
+) -> tuple[onnx.ModelProto, list[str]]:
+    """Fix every dynamic input dimension of ``m`` in place, from ``input_shapes``, else from
+    ``sample``'s shapes; a dimension left dynamic is an error naming it (unless not
+    ``require_all``). For an input whose batch is dynamic (``free_batch``) the sample's batch wins
+    over ``input_shapes``': calibration runs the samples as they come, and the quantized model gets
+    its dynamic batch back anyway."""
+    inits = {t.name for t in m.graph.initializer}
+    inputs = {vi.name: vi for vi in m.graph.input if vi.name not in inits}
+    given: dict[str, list[int]] = {}
+    if input_shapes:
+        unknown = [n for n in input_shapes if n not in inputs]
+        if unknown:
+            raise ModelError(
+                f"input_shapes names {unknown}, which the model does not have; its inputs are {list(inputs)}."
+            )
+        given.update({k: [int(d) for d in v] for k, v in input_shapes.items()})
+    for name, value in (sample or {}).items():
+        if name not in inputs:
+            continue
+        shape = list(np.shape(value))
+        if name not in given:
+            given[name] = shape
+        elif name in free_batch and shape and len(shape) == len(given[name]):
+            given[name][0] = shape[0]
+    fixed, problems = [], []
+    for name, vi in inputs.items():
+        declared = input_dims(vi)
+        shape = given.get(name)
+        if shape is not None and len(shape) != len(declared):
+            dims = ", ".join(str(d) if d is not None else "?" for d in declared)
+            raise ModelError(
+                f"Input {name!r} has rank {len(declared)} ([{dims}]), but the shape given for it is {list(shape)}."
+            )
+        for i, d in enumerate(vi.type.tensor_type.shape.dim):
+            if isinstance(declared[i], int):
+                if shape is not None and shape[i] != d.dim_value:
+                    raise ModelError(
+                        f"Input {name!r} dimension {i} is fixed to {d.dim_value} in the model, but the data "
+                        f"or input_shapes give {shape[i]}. Feed tensors of shape "
+                        f"{[x if isinstance(x, int) else '?' for x in declared]}."
+                    )
+                continue
+            label = d.dim_param or ("-1" if d.HasField("dim_value") else "?")
+            if shape is None:
+                problems.append(f"{name!r} dimension {i} ({label})")
+                continue
+            d.Clear()
+            d.dim_value = int(shape[i])
+            fixed.append(f"{name} dim {i} ({label}) = {shape[i]}")
+    if problems and require_all:
+        raise ModelError(
+            "The model has dynamic input dimensions: " + ", ".join(problems) + ". The NPU flow needs static "
+            "shapes: pass input_shapes={name: [...]} or calibration data, whose first sample fixes them."
+        )
+    if fixed:
+        # stale value_info for intermediate tensors (If/Loop bodies too) would pin the old dynamic shapes
+        for g in walk_graphs(m.graph):
+            del g.value_info[:]
+    return m, fixed
+
+
+def with_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:
+    """A copy of ``model`` with the dynamic input dimensions that ``input_shapes`` gives fixed (the
+    command line's ``--input-shape`` for commands that take a model as it is)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    return make_inputs_static(m, input_shapes, None, require_all=False)[0]
+
+
+def with_free_batch(model: onnx.ModelProto, free_batch: Mapping[str, str],
+                    outputs_like: Sequence[onnx.ValueInfoProto] = ()) -> onnx.ModelProto:
+    """A copy of ``model`` whose inputs in ``free_batch`` have their dynamic batch label back, and
+    whose outputs are declared with the shapes of ``outputs_like`` (the source model's outputs;
+    element types kept) or without shapes; intermediate shapes are dropped (they hold the fixed batch)."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    for vi in m.graph.input:
+        if vi.name in free_batch and vi.type.tensor_type.shape.dim:
+            d = vi.type.tensor_type.shape.dim[0]
+            d.Clear()
+            d.dim_param = free_batch[vi.name]
+    declared = {vi.name: vi for vi in outputs_like}
+    for vi in m.graph.output:
+        source = declared.get(vi.name)
+        t = vi.type.tensor_type
+        if source is not None and source.type.tensor_type.HasField("shape"):
+            t.shape.CopyFrom(source.type.tensor_type.shape)
+            for d in t.shape.dim:  # Paddle's -1 is not valid ONNX: a named dynamic dimension instead
+                if d.HasField("dim_value") and d.dim_value < 0:
+                    d.Clear()
+                    d.dim_param = "batch"
+        else:
+            t.ClearField("shape")
+    for g in walk_graphs(m.graph):
+        del g.value_info[:]
+    return m
+
+
+def restore_dynamic_batch(model: onnx.ModelProto, free_batch: Mapping[str, str],
+                          outputs_like: Sequence[onnx.ValueInfoProto],
+                          check: Callable[[onnx.ModelProto], str | None]) -> tuple[onnx.ModelProto, str]:
+    """``model`` with its dynamic batch back (:func:`with_free_batch`) when ``check(candidate)``
+    accepts it, else ``model`` as it is; and a note saying which happened and why."""
+    if not free_batch:
+        return model, ""
+    candidate = with_free_batch(model, free_batch, outputs_like)
+    problem = check(candidate)
+    names = ", ".join(f"{n} ({label})" for n, label in free_batch.items())
+    if problem is None:
+        return candidate, f"kept the dynamic batch dimension of {names}"
+    return model, (f"the batch dimension of {names} stays fixed: the quantized model does not run with another "
+                   f"batch ({problem}); the graph computes shapes from its batch")

@@ -1,0 +1,113 @@
+"""Issue 15, item 4: loud on garbage — NaN/Inf weights and data are errors naming the tensor,
+constant data is a warning, and NaN/Inf outputs never score well in any metric."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import onnx
+import pytest
+from onnx import helper, numpy_helper
+
+from ryzen_nb import metrics, quantize
+from ryzen_nb.errors import CalibrationDataError, ModelError
+from ryzen_nb.evaluation import compare
+from ryzen_nb.evaluation.folders import evaluate_folders
+from tests.robustness.models import conv_net
+
+
+def _with_weight(model: onnx.ModelProto, name: str, edit) -> onnx.ModelProto:
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    t = next(t for t in m.graph.initializer if t.name == name)
+    values = numpy_helper.to_array(t).copy()
+    edit(values)
+    t.CopyFrom(numpy_helper.from_array(values, name))
+    return m
+
+
+@pytest.mark.parametrize("preset", ["A8W8", "A16W8", "XINT8", "BFP16", "BF16"])
+def test_nan_weight_is_an_error_naming_it(preset) -> None:
+    model, data = conv_net()
+    bad = _with_weight(model, "conv2.weight", lambda v: v.__setitem__((0, 0, 0, 0), np.nan))
+    with pytest.raises(ModelError, match=r"weight 'conv2.weight' holds 1 NaN"):
+        quantize(bad, None, preset, data, progress=False)
+
+
+def test_inf_weight_is_an_error_where_a_scale_takes_it_in() -> None:
+    model, data = conv_net()
+    bad = _with_weight(model, "fc.weight", lambda v: v.__setitem__((1, 2), np.inf))
+    with pytest.raises(ModelError, match=r"'fc.weight' holds 1 Inf"):
+        quantize(bad, None, "A8W8", data, progress=False)
+
+
+def test_nan_computed_inside_the_model_names_the_tensor() -> None:
+    """Sqrt of negative inputs: the activation's range would be NaN."""
+    model, data = conv_net()
+    g = model.graph
+    conv2 = next(n for n in g.node if n.name == "conv2")
+    g.node.insert(list(g.node).index(conv2), helper.make_node("Sqrt", [conv2.input[0]], ["sqrt_out"], name="sqrt"))
+    conv2.input[0] = "sqrt_out"
+    relu = next(n for n in g.node if n.name == "relu1")
+    relu.op_type = "Identity"  # negative values reach the Sqrt
+    with pytest.raises(CalibrationDataError, match="NaN or Inf in tensor 'sqrt_out'"):
+        quantize(model, None, "A8W8", data - 0.5, progress=False)
+
+
+@pytest.mark.parametrize("value", [0.0, 0.25])
+def test_constant_calibration_data_is_a_warning(value, caplog) -> None:
+    model, data = conv_net()
+    with caplog.at_level(logging.WARNING):
+        summary = quantize(model, None, "A8W8", np.full_like(data, value), progress=False)
+    what = "all zeros" if value == 0 else "constant"
+    assert any(f"'x' is {what}" in n for n in summary.notes)
+    assert f"'x' is {what}" in caplog.text
+    normal = quantize(model, None, "A8W8", data, progress=False)
+    assert not any("calibration input" in n for n in normal.notes)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_every_metric_is_nan_on_non_finite_outputs(bad) -> None:
+    a = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16)
+    b = a.copy()
+    b[1, 3] = bad
+    for fn in (metrics.cosine, metrics.l2, metrics.mse, metrics.psnr, metrics.sqnr, metrics.max_abs, metrics.ssim):
+        assert np.isnan(fn(a, b)), fn.__name__
+        assert np.isnan(fn(b, a)), fn.__name__
+    assert all(np.isnan(v) for v in metrics.fidelity(a, b).values())
+    assert np.isnan(metrics.agreement(a, b)) and np.isnan(metrics.topk_accuracy(b, [0, 1, 2, 3]))
+    assert metrics.psnr(a, a) >= 100 and metrics.cosine(a, a) == pytest.approx(1.0)  # finite data unchanged
+
+
+def test_evaluate_folders_reports_nan(tmp_path) -> None:
+    base, quant = tmp_path / "fp32", tmp_path / "q"
+    base.mkdir()
+    quant.mkdir()
+    rng = np.random.default_rng(0)
+    for i in range(3):
+        x = rng.standard_normal((8, 8)).astype(np.float32)
+        np.save(base / f"{i}.npy", x)
+        np.save(quant / f"{i}.npy", x + np.float32(np.nan if i == 1 else 0.01))
+    result = evaluate_folders(base, quant)
+    summary = result.summary()
+    assert summary["non_finite_files"] == 1 and result.non_finite_files == ["1.npy"]
+    for key in ("mean_cosine", "min_cosine", "mean_psnr", "min_psnr", "mean_sqnr", "mean_l2", "max_abs_diff"):
+        assert np.isnan(summary[key]), key
+    assert "NaN/Inf in 1 file(s) (1.npy)" in result.report()
+
+
+def test_compare_scores_nan_outputs_as_nan() -> None:
+    model, data = conv_net()
+    broken = onnx.ModelProto()
+    broken.CopyFrom(model)
+    out = broken.graph.output[0].name
+    producer = next(n for n in broken.graph.node if out in n.output)
+    producer.output[0] = "logits_before"
+    broken.graph.initializer.append(numpy_helper.from_array(np.array(np.nan, np.float32), "nan"))
+    broken.graph.node.append(helper.make_node("Add", ["logits_before", "nan"], [out], name="poison"))
+    result = compare(model, {"broken": broken}, data[:3], targets=(), latency_runs=0, per_layer_samples=2,
+                     progress=False)
+    row = result.table.loc["broken"]
+    for column in ("cosine", "psnr_db", "sqnr_db", "agreement"):
+        assert np.isnan(row[column]), column
