@@ -30,7 +30,7 @@ from ryzen_nb.graph.checks import (
     walk_graphs,
 )
 from ryzen_nb.graph.io import ModelLike, graph_only, load_model, save_model, too_large_to_serialize
-from ryzen_nb.graph.shapes import dynamic_batch, input_dims, make_inputs_static, with_free_batch
+from ryzen_nb.graph.shapes import batch_fixed_by, dynamic_batch, input_dims, make_inputs_static, with_free_batch
 
 __all__ = ["InputSpec", "PreparedModel", "prepare", "input_specs", "ort_session", "run_with_outputs",
            "constants_to_initializers", "prune_unused"]
@@ -169,8 +169,11 @@ def prepare(
 ) -> PreparedModel:
     """Check, upgrade, fold and make static a copy of ``model``.
 
-    ``input_shapes`` fixes dynamic input dimensions (``{"input": [1, 3, 224, 224]}``); without it
-    the shapes of ``sample`` (e.g. the first calibration feed) are used. Any dimension still
+    ``input_shapes`` fixes dynamic input dimensions (``{"input": [1, 3, 224, 224]}``), for good: the
+    quantized model keeps them (the NPU compiles static shapes only); a name instead of a size
+    (``["N", 3, 224, 224]``) leaves that dimension dynamic. Without it the shapes of
+    ``sample`` (e.g. the first calibration feed) are used inside, and a dynamic batch dimension
+    comes back in the quantized model (``PreparedModel.dynamic_batch``). Any dimension still
     dynamic after that is an error naming it. ``optimize=False`` skips constant folding;
     ``matmul_add_to_gemm=False`` keeps MatMul + bias Add pairs as they are (see
     :func:`fuse_matmul_add`).
@@ -204,7 +207,8 @@ def prepare(
     if constants:
         steps.append(f"turned {constants} Constant node(s) into initializers")
 
-    free_batch = dynamic_batch(m)
+    # an input whose batch the caller fixed in input_shapes stays fixed; the others keep a dynamic batch
+    free_batch = {name: label for name, label in dynamic_batch(m).items() if not batch_fixed_by(input_shapes, name)}
     has_subgraphs = any(g is not m.graph for g in walk_graphs(m.graph))
     done = len(steps)
     try:

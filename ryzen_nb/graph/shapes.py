@@ -12,6 +12,7 @@ batch (:func:`batch_free_check`), since a graph can compute shapes from its batc
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import onnx
@@ -19,7 +20,7 @@ import onnx
 from ryzen_nb.errors import ModelError
 from ryzen_nb.graph.checks import walk_graphs
 
-__all__ = ["dynamic_batch", "make_inputs_static", "with_free_batch", "with_input_shapes", "restore_dynamic_batch",
+__all__ = ["dynamic_batch", "make_inputs_static", "fixed_dim", "batch_fixed_by", "with_free_batch", "with_input_shapes", "restore_dynamic_batch",
            "input_dims"]
 
 
@@ -63,15 +64,18 @@ def make_inputs_static(
             raise ModelError(
                 f"input_shapes names {unknown}, which the model does not have; its inputs are {list(inputs)}."
             )
-        given.update({k: [int(d) for d in v] for k, v in input_shapes.items()})
+        given.update({k: [fixed_dim(d) for d in v] for k, v in input_shapes.items()})
     for name, value in (sample or {}).items():
         if name not in inputs:
             continue
         shape = list(np.shape(value))
         if name not in given:
             given[name] = shape
-        elif name in free_batch and shape and len(shape) == len(given[name]):
-            given[name][0] = shape[0]
+        elif shape and len(shape) == len(given[name]):
+            if name in free_batch:
+                given[name][0] = shape[0]
+            # a dimension input_shapes leaves dynamic ("N", None, -1) takes the sample's size inside
+            given[name] = [shape[i] if d is None else d for i, d in enumerate(given[name])]
     fixed, problems = [], []
     for name, vi in inputs.items():
         declared = input_dims(vi)
@@ -91,7 +95,7 @@ def make_inputs_static(
                     )
                 continue
             label = d.dim_param or ("-1" if d.HasField("dim_value") else "?")
-            if shape is None:
+            if shape is None or shape[i] is None:
                 problems.append(f"{name!r} dimension {i} ({label})")
                 continue
             d.Clear()
@@ -107,6 +111,23 @@ def make_inputs_static(
         for g in walk_graphs(m.graph):
             del g.value_info[:]
     return m, fixed
+
+
+def fixed_dim(d: Any) -> int | None:
+    """An ``input_shapes`` dimension: a size, or None where the caller leaves it dynamic (a label such
+    as ``"N"``, ``None`` or ``-1``)."""
+    if isinstance(d, (int, np.integer)) and int(d) >= 0:
+        return int(d)
+    if isinstance(d, str) or d is None or (isinstance(d, (int, np.integer)) and int(d) < 0):
+        return None
+    raise ModelError(f"input_shapes dimensions are sizes, or a name such as 'N' to keep one dynamic; got {d!r}.")
+
+
+def batch_fixed_by(input_shapes: Mapping[str, Sequence[Any]] | None, name: str) -> bool:
+    """Whether ``input_shapes`` gives input ``name`` a fixed batch size (then the quantized model keeps
+    it: the NPU compiles static shapes only); a label there keeps the batch dynamic."""
+    dims = list((input_shapes or {}).get(name) or [])
+    return bool(dims) and fixed_dim(dims[0]) is not None
 
 
 def with_input_shapes(model: onnx.ModelProto, input_shapes: Mapping[str, Sequence[int]]) -> onnx.ModelProto:

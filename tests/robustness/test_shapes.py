@@ -42,16 +42,20 @@ def test_initializers_listed_as_inputs_are_constants() -> None:
 
 
 def test_paddle_minus_one_and_unknown_dims_calibrate_with_input_shapes() -> None:
-    """[-1, 3, ?, ?] (Paddle): batch-1 samples with input_shapes given; the batch stays dynamic."""
+    """[-1, 3, ?, ?] (Paddle): batch-1 samples calibrate with input_shapes given. A size fixes the
+    batch for good (the NPU compiles static shapes only); a name keeps it dynamic."""
     model, data = conv_net()
     dims = model.graph.input[0].type.tensor_type.shape.dim
     dims[0].dim_value = -1
     dims[2].Clear()
     dims[3].Clear()
-    summary = quantize(model, None, "A8W8", data, input_shapes={"x": [1, 3, 8, 8]}, progress=False)
+    summary = quantize(model, None, "A8W8", data, input_shapes={"x": ["N", 3, 8, 8]}, progress=False)
     assert isinstance(_dims(summary.model.graph.input[0])[0], str)  # dynamic batch, named
     assert _dims(summary.model.graph.input[0])[1:] == [3, 8, 8]
     assert _agree_per_sample(model, summary.model, data[:3]) >= 0.99
+    fixed = quantize(model, None, "A8W8", data, input_shapes={"x": [1, 3, 8, 8]}, progress=False)
+    assert _dims(fixed.model.graph.input[0]) == [1, 3, 8, 8]
+    assert cosine(run(model, x=data[:1]), run(fixed.model, x=data[:1])) >= 0.99
 
 
 @pytest.mark.parametrize("batch", [1, 4])
