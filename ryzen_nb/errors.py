@@ -19,6 +19,7 @@ __all__ = [
     "ModelNotFoundError",
     "CalibrationDataError",
     "ConfigError",
+    "OutputPathError",
     "UnknownNameError",
     "closest_first",
 ]
@@ -46,6 +47,15 @@ class CalibrationDataError(RyzenNBError, ValueError):
 
 class ConfigError(RyzenNBError, ValueError):
     """A quantization configuration is inconsistent or names something that does not exist."""
+
+
+class OutputPathError(ConfigError, ModelError):
+    """An output path cannot be written: it is (or lies in) a file or folder the same call reads, it
+    is a folder, or it lies under a file. Raised before any work starts, naming both paths.
+
+    It subclasses the two errors these checks raised before (``ConfigError`` from ``quantize``,
+    ``ModelError`` from saving a model), so existing ``except`` clauses keep catching it.
+    """
 
 
 class UnknownNameError(RyzenNBError, ValueError):

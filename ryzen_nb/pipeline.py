@@ -21,9 +21,8 @@ from ryzen_nb.algorithms.bias_correction import bias_correction
 from ryzen_nb.algorithms.cle import cross_layer_equalize
 from ryzen_nb.algorithms.finetune import fast_finetune
 from ryzen_nb.algorithms.mixed_precision import apply_mixed_precision
-from ryzen_nb.errors import ConfigError
-from ryzen_nb.graph.io import ModelLike, model_path_of, same_file
-from ryzen_nb.quantization.run import QuantizationRun, QuantizationSummary
+from ryzen_nb.graph.io import ModelLike, check_output
+from ryzen_nb.quantization.run import QuantizationRun, QuantizationSummary, run_inputs
 
 __all__ = ["quantize"]
 
@@ -37,6 +36,7 @@ def quantize(
     input_shapes: dict[str, Any] | None = None,
     limit: int | None = None,
     progress: bool = True,
+    executor: Any = None,
 ) -> QuantizationSummary:
     """Quantize ``model`` with ``config`` (a preset name, QuantizationConfig or Config) and write it
     to ``output_path`` (atomically; ``None`` keeps it in memory: ``summary.model``).
@@ -44,24 +44,28 @@ def quantize(
     ``calibration_data`` is anything :func:`ryzen_nb.calibration.make_reader` accepts (array, list
     of feeds, folder, reader, iterable); integer formats need it, bf16/BFP/MX formats do not.
     ``limit`` caps the calibration samples; ``input_shapes`` fixes dynamic input dimensions
-    (``{"input": [1, 3, 224, 224]}``). Returns a :class:`QuantizationSummary`.
+    (``{"input": [1, 3, 224, 224]}``). ``executor`` runs the mixed-precision sensitivity analysis
+    (a number of local processes, a dask ``Client`` or scheduler address: :mod:`ryzen_nb.executor`;
+    the config's ``AutoMixprecision`` ``Executor`` key takes numbers and addresses too). Returns a
+    :class:`QuantizationSummary`.
     """
-    _refuse_output_over_input(model, output_path)
+    _refuse_output_over_input(model, output_path, calibration_data)
     run = QuantizationRun.prepare(model, config, calibration_data, input_shapes=input_shapes, limit=limit,
                                   progress=progress)
     if run.settings.cle is not None:
         _equalize(run)
     run.start()
-    _recover_accuracy(run)
+    _recover_accuracy(run, executor)
     return run.finish(output_path)
 
 
-def _recover_accuracy(run: QuantizationRun) -> None:
+def _recover_accuracy(run: QuantizationRun, executor: Any = None) -> None:
     """The algorithms that work on a calibrated run, as its settings ask: mixed precision, then
     AdaRound/AdaQuant, then bias correction (Quark's order)."""
     s = run.settings
     if s.mixed_precision is not None:
-        run.reports["mixed_precision"] = apply_mixed_precision(run, s.mixed_precision)
+        options = s.mixed_precision if executor is None else s.mixed_precision.replace(executor=executor)
+        run.reports["mixed_precision"] = apply_mixed_precision(run, options)
     if s.finetune is not None:
         run.reports["finetune"] = fast_finetune(run, s.finetune)
     if s.bias_correction:
@@ -80,11 +84,8 @@ def _equalize(run: QuantizationRun) -> None:
     run.notes.append(f"cross-layer equalization: {len(report.pairs)} layer pair(s), {report.sweeps} sweep(s)")
 
 
-def _refuse_output_over_input(model: ModelLike, output_path: str | Path | None) -> None:
-    """Before any work: an output path that is the input model is an error (it would be lost)."""
-    source = model_path_of(model)
-    if output_path is None or source is None:
-        return
-    out = Path(output_path).expanduser()
-    if out.resolve() == source.expanduser().resolve() or same_file(out, source):
-        raise ConfigError(f"The output path is the input model {str(source)!r}; choose another output path.")
+def _refuse_output_over_input(model: ModelLike, output_path: str | Path | None, calibration_data: Any) -> None:
+    """Before any work: an output that is, or lands in, something the run reads is an error naming
+    both paths (:func:`ryzen_nb.graph.io.check_output`)."""
+    if output_path is not None:
+        check_output(output_path, run_inputs(model, calibration_data), "output_path")

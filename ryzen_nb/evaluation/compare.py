@@ -44,7 +44,7 @@ from ryzen_nb.errors import CalibrationDataError, ConfigError, UnknownNameError,
 from ryzen_nb.evaluation.report import comparison_figures, comparison_html
 from ryzen_nb.evaluation.timing import time_call
 from ryzen_nb.graph.batching import SampleRunner
-from ryzen_nb.graph.io import load_model, model_path_of, write_atomic
+from ryzen_nb.graph.io import check_output, load_model, model_inputs, model_path_of, write_atomic
 from ryzen_nb.graph.prepare import input_specs, ort_session
 from ryzen_nb.quantization.run import QuantizationSummary
 from ryzen_nb.zoo.datasets import Dataset
@@ -116,10 +116,13 @@ class Comparison:
 
     def to_html(self, path: str | Path | None = None) -> str:
         """One static HTML page with the tables and figures (plotly.js inlined once, so it opens
-        offline); written atomically to ``path`` if given. Returns the HTML."""
+        offline); written atomically to ``path`` if given (never over a compared model). Returns the HTML."""
+        protect = [i for m in self._models.values() if m.path is not None for i in model_inputs(m.path, f"compared model {m.name!r}")]
+        if path is not None:  # checked before the page is built: a bad path fails at once
+            check_output(path, protect, "page path")
         page = comparison_html(self)
         if path is not None:
-            write_atomic(path, page)
+            write_atomic(path, page, protect=protect, what="page path")
         return page
 
     def to_json(self) -> str:
@@ -311,8 +314,9 @@ def _task_metrics(task: str, out: np.ndarray, ref: np.ndarray, labels: np.ndarra
         cos = np.array([metrics.cosine(a, b) for a, b in zip(ref_flat, flat)])
         unit = lambda x: x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)  # noqa: E731
         nearest = (unit(flat) @ unit(ref_flat).T).argmax(axis=1)
+        retrieval = float(np.mean(nearest == np.arange(len(flat)))) if metrics.all_finite(flat, ref_flat) else np.nan
         return {"embedding_cosine": float(cos.mean()), "embedding_cosine_min": float(cos.min()),
-                "retrieval_at_1": float(np.mean(nearest == np.arange(len(flat))))}
+                "retrieval_at_1": retrieval}
     if labels is None:
         return {"agreement_top1": metrics.agreement(ref.reshape(len(ref), -1), flat)}
     row = {"top1": metrics.topk_accuracy(flat, labels, 1)}
@@ -418,6 +422,8 @@ def _per_layer(models: list[_Model], feeds: list[dict], progress: bool) -> Any:
             if np.isnan(signal[i]):
                 continue
             sqnr = 10 * np.log10(signal[i] / noise[i]) if noise[i] > 0 and signal[i] > 0 else np.inf
+            if not np.isfinite(noise[i]) or not np.isfinite(signal[i]):  # NaN/Inf values: never a good score
+                sqnr = np.nan
             rows.append({"model": m.name, "tensor": f, "kind": kind, "format": formats.get(f, ""),
                          "sqnr_db": float(sqnr), "order": order.get(f, len(order))})
     return pd.DataFrame(rows, columns=PER_LAYER_COLUMNS)

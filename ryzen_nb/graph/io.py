@@ -2,26 +2,69 @@
 
 Every entry point of ryzen-nb takes a model as a path, bytes or ``onnx.ModelProto`` and works on a
 copy: the user's file or object is never modified, and an output is never written over the input.
+
+The one output guard of the package lives here, and every writer (the API, the command line, the
+widgets, the JupyterLab server) goes through it:
+
+* :func:`check_output` refuses, before any work starts, an output path that resolves (symbolic
+  links, relative paths, hard links, letter case on case-insensitive file systems) to something the
+  same call reads — an :class:`Input`: the model, its external-data files (:func:`model_inputs`), a
+  calibration folder or file, a config file (:func:`path_inputs`) — or that is a folder or lies
+  under a file. The error names both paths.
+* :func:`write_atomic` and :func:`save_model` check again, then write to a temporary file beside the
+  target and rename it into place: readers never see half a file, no temporary file survives an
+  error or Ctrl-C, and new files get the permissions the umask gives (an overwritten file keeps its
+  own).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
+import secrets
+import shutil
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import onnx
+from onnx import external_data_helper
 
-from ryzen_nb.errors import ModelError, ModelNotFoundError
+from ryzen_nb.errors import ModelError, ModelNotFoundError, OutputPathError, RyzenNBError
+from ryzen_nb.graph.checks import walk_graphs
 
-__all__ = ["ModelLike", "load_model", "save_model", "model_path_of", "same_file", "temporary_beside", "write_atomic"]
+__all__ = ["ModelLike", "load_model", "save_model", "model_path_of", "same_file", "temporary_beside", "write_atomic",
+           "too_large_to_serialize", "PROTOBUF_LIMIT", "graph_only", "Input", "model_inputs", "path_inputs",
+           "external_data_files", "external_locations", "check_output"]
 
 ModelLike = str | os.PathLike | bytes | onnx.ModelProto
 
 #: protobuf cannot serialise a message above 2 GiB; larger models keep weights as external data
-_PROTOBUF_LIMIT = 2**31 - 1
+PROTOBUF_LIMIT = 2**31 - 1
+
+
+def too_large_to_serialize(model: onnx.ModelProto) -> bool:
+    """Whether ``model`` is over protobuf's 2 GiB limit (SerializeToString would fail): it must go
+    to onnxruntime and to disk with its weights as external data."""
+    return model.ByteSize() > PROTOBUF_LIMIT
+
+
+def graph_only(model: onnx.ModelProto, fn: Callable[[onnx.ModelProto], onnx.ModelProto]) -> onnx.ModelProto:
+    """``fn(model)`` for a pass that serializes the model (shape inference, the version converter):
+    a model over 2 GiB goes through it as its graph alone, its weights in external files of a
+    temporary folder, and gets them back afterwards."""
+    if not too_large_to_serialize(model):
+        return fn(model)
+    with tempfile.TemporaryDirectory(prefix="ryzen_nb_graph_") as tmp:
+        path = Path(tmp) / "model.onnx"
+        save_model(model, path, external_data=True)
+        result = fn(onnx.load(str(path), load_external_data=False))
+        external_data_helper.load_external_data_for_model(result, tmp)
+    return result
 
 
 def model_path_of(model: ModelLike) -> Path | None:
@@ -39,9 +82,11 @@ def load_model(model: ModelLike, what: str = "model") -> onnx.ModelProto:
         return copy
     if isinstance(model, (bytes, bytearray, memoryview)):
         try:
-            return onnx.load_model_from_string(bytes(model))
+            proto = onnx.load_model_from_string(bytes(model))
         except Exception as exc:  # protobuf raises DecodeError and friends
             raise ModelError(f"The {what} bytes are not a valid ONNX model ({exc}).") from exc
+        _refuse_graphless(proto, f"The {what} bytes ({len(model)})")
+        return proto
     if isinstance(model, (str, os.PathLike)):
         path = Path(model).expanduser()
         if not path.exists():
@@ -51,66 +96,301 @@ def load_model(model: ModelLike, what: str = "model") -> onnx.ModelProto:
         if path.is_dir():
             raise ModelError(f"The {what} path {str(path)!r} is a folder; give the .onnx file inside it.")
         try:
-            return onnx.load(str(path), load_external_data=True)
+            # the graph first, without its weights: a missing external data file is then an error that
+            # names it, instead of protobuf's or onnx's message about a tensor
+            model_proto = onnx.load(str(path), load_external_data=False)
         except Exception as exc:
             raise ModelError(
                 f"Could not read {str(path)!r} as an ONNX model ({type(exc).__name__}: {exc}). "
                 "Is it an .onnx file (not a PyTorch checkpoint or a Git LFS pointer)?"
             ) from exc
+        _refuse_graphless(model_proto, f"The {what} file {str(path)!r} ({path.stat().st_size} bytes)")
+        _load_external_data(model_proto, path)
+        return model_proto
     raise ModelError(
         f"The {what} must be a file path, bytes or an onnx.ModelProto; got {type(model).__name__}."
     )
 
 
+def _refuse_graphless(model: onnx.ModelProto, what: str) -> None:
+    """Protobuf reads an empty file (and some other bytes) as an empty message without complaint:
+    a model with neither a graph nor an IR version is no ONNX model."""
+    if not model.HasField("graph") or model.ir_version == 0:
+        raise ModelError(f"{what} holds no ONNX model (no graph or no IR version): an empty or cut-off file? "
+                         "Export or download the .onnx file again.")
+
+
+def external_locations(model: onnx.ModelProto) -> list[str]:
+    """The external-data file names a model's tensors point at (relative to the model's folder)."""
+    tensors = [t for g in walk_graphs(model.graph) for t in list(g.initializer)
+               + [a.t for n in g.node for a in n.attribute if a.type == onnx.AttributeProto.TENSOR]]
+    return sorted({entry.value for t in tensors if t.data_location == onnx.TensorProto.EXTERNAL
+                   for entry in t.external_data if entry.key == "location"})
+
+
+def _load_external_data(model: onnx.ModelProto, path: Path) -> None:
+    """Read the weights a model keeps in external files (beside ``path``) into it."""
+    locations = external_locations(model)
+    if not locations:
+        return
+    missing = [loc for loc in locations if not (path.parent / loc).is_file()]
+    if missing:
+        raise ModelError(
+            f"The model {str(path)!r} keeps its weights in external data file(s) {missing}, which are not in "
+            f"{str(path.parent)!r}. Copy them next to the .onnx file (they are part of the model)."
+        )
+    try:
+        external_data_helper.load_external_data_for_model(model, str(path.parent))
+    except Exception as exc:
+        raise ModelError(f"Could not read the external data of {str(path)!r} ({type(exc).__name__}: {exc}).") from exc
+
+
 def same_file(a: Path, b: Path) -> bool:
+    """Whether ``a`` and ``b`` are one file: the same inode (symbolic and hard links, letter case on
+    a case-insensitive file system), or, when either does not exist, the same resolved path."""
     try:
         return a.exists() and b.exists() and os.path.samefile(a, b)
     except OSError:
         return a.resolve() == b.resolve()
 
 
-def save_model(model: onnx.ModelProto, path: str | os.PathLike, *, protect: Path | None = None) -> Path:
+# -- the output guard ------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Input:
+    """A file or folder a call reads, which no output of the same call may overwrite.
+
+    ``what`` names it as the caller knows it — a Python parameter (``calibration_data``) or a
+    command-line option (``--calib-data``) — so the error speaks the caller's language. In a folder,
+    an existing file is protected, and so is a new file with one of the ``reads`` suffixes (it would
+    join the data the next time the folder is read); ``reads=None`` protects any new file too."""
+
+    what: str
+    path: Path
+    reads: tuple[str, ...] | None = None
+
+
+def model_inputs(model: Any, what: str = "input model") -> list[Input]:
+    """The files a model given as a path is read from: the .onnx file and its external-data files
+    (``[]`` for bytes or a ModelProto)."""
+    if not isinstance(model, (str, os.PathLike)):
+        return []
+    path = Path(model).expanduser()
+    return [Input(what, path)] + [Input(f"external data of the {what} {str(path)!r}", f) for f in external_data_files(path)]
+
+
+def path_inputs(data: Any, what: str, reads: Iterable[str] | None = None) -> list[Input]:
+    """``data`` as an :class:`Input` if it is a path (a file or a folder), else ``[]`` (arrays,
+    readers and other in-memory data cannot be overwritten)."""
+    if not isinstance(data, (str, os.PathLike)) or not str(data):
+        return []
+    return [Input(what, Path(data).expanduser(), None if reads is None else tuple(s.lower() for s in reads))]
+
+
+def external_data_files(path: Path) -> list[Path]:
+    """The external-data files the ONNX file ``path`` names, read from its graph alone (not its
+    weights); ``[]`` for a file that is not an ONNX model (loading it reports that)."""
+    try:
+        info = path.stat()
+    except OSError:
+        return []
+    if not stat.S_ISREG(info.st_mode):
+        return []
+    return [path.parent / name for name in _external_names(str(path.resolve()), info.st_mtime_ns, info.st_size)]
+
+
+@functools.lru_cache(maxsize=32)
+def _external_names(path: str, mtime_ns: int, size: int) -> tuple[str, ...]:
+    # cached by path, time and size: a large model is parsed once for the check before the work and
+    # once more for the check at write time, not on every call
+    try:
+        return tuple(external_locations(onnx.load(path, load_external_data=False)))
+    except Exception:  # noqa: BLE001 - not an ONNX file: it has no external data to protect
+        return ()
+
+
+def check_output(path: str | os.PathLike, inputs: Iterable[Input] = (), what: str = "output path") -> Path:
+    """Refuse ``path`` as an output of a call that reads ``inputs``; returns it (``~`` expanded).
+
+    Call it before any work starts. An :class:`~ryzen_nb.errors.OutputPathError` names both paths
+    when the output is an input (through a symbolic or hard link, a relative path, another letter
+    case), lies in an input folder (see :class:`Input`), is a folder, or lies under a file."""
+    if not str(path).strip():
+        raise OutputPathError(f"The {what} is empty; give a file path.")
+    given = Path(path).expanduser()
+    try:
+        real = given.resolve()
+    except (OSError, ValueError) as exc:  # a NUL byte, a symbolic-link loop
+        raise OutputPathError(f"The {what} {str(path)!r} is not a usable path ({exc}).") from None
+    for inp in inputs:
+        _refuse_alias(given, real, inp, what)
+    if given.is_dir():
+        raise OutputPathError(f"The {what} {str(given)!r} is a folder; give a file path (a name inside the folder).")
+    blocker = next((p for p in real.parents if p.exists()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise OutputPathError(f"The {what} {str(given)!r} lies under {str(blocker)!r}, which is a file, not a "
+                              f"folder; choose a path in a folder.")
+    if blocker is not None and not os.access(blocker, os.W_OK | os.X_OK):
+        raise OutputPathError(f"The {what} {str(given)!r} cannot be written: the folder {str(blocker)!r} is not "
+                              "writable by you. Choose a folder you may write to.")
+    return given
+
+
+def _refuse_alias(given: Path, real: Path, inp: Input, what: str) -> None:
+    source = inp.path
+    if not source.exists():
+        return  # nothing there to lose: the reader reports the missing input
+    if source.is_dir():
+        if same_file(given, source):
+            raise OutputPathError(f"The {what} {str(given)!r} is {str(source)!r}, the {inp.what}: a folder this call "
+                                  f"reads. Give a file path outside it.")
+        if not _inside(real, source):
+            return
+        if given.exists():
+            raise OutputPathError(
+                f"The {what} {str(given)!r} is a file inside {str(source)!r}, the {inp.what}, which this call reads; "
+                f"refusing to write over it. Choose a path outside {str(source)!r}.")
+        if inp.reads is None or real.suffix.lower() in inp.reads:
+            raise OutputPathError(
+                f"The {what} {str(given)!r} would add a file to {str(source)!r}, the {inp.what}, which this call reads "
+                f"(it would become part of that data). Choose a path outside {str(source)!r}.")
+        return
+    if _inside(real, source):  # m.onnx/out.json: a path under the input file itself
+        raise OutputPathError(f"The {what} {str(given)!r} lies under {str(source)!r}, the {inp.what}, which is a file, "
+                              "not a folder; choose a path in a folder.")
+    if same_file(given, source) or real == source.resolve():
+        how = "" if os.path.normcase(os.path.abspath(given)) == os.path.normcase(os.path.abspath(source)) else \
+            " (the same file under another name: a link, a relative path or another letter case)"
+        raise OutputPathError(
+            f"The {what} {str(given)!r} is {str(source)!r}, the {inp.what}{how}; refusing to write over the "
+            f"{inp.what} (it would be lost). Choose another {what}.")
+
+
+def _inside(real: Path, folder: Path) -> bool:
+    """Whether the resolved path ``real`` lies inside ``folder`` (the same folder through any link
+    or letter case counts)."""
+    return any(same_file(parent, folder) for parent in real.parents if parent.exists())
+
+
+# -- atomic writes -----------------------------------------------------------------------------------------
+def save_model(model: onnx.ModelProto, path: str | os.PathLike, *,
+               protect: Path | str | Iterable[Input] | None = None, external_data: bool = False,
+               what: str = "output path") -> Path:
     """Write ``model`` to ``path`` atomically (a temporary file in the same folder, then a rename).
 
-    ``protect`` is the input model's path: writing over it is refused. Models above protobuf's
-    2 GiB limit are saved with their weights in a ``<name>.data`` file next to them.
+    ``protect`` is what the call read: the input model's path (its external-data files are
+    protected with it) or a list of :class:`Input`; see :func:`check_output`. With
+    ``external_data`` (Quark's ``use_external_data_format``), and always for models above
+    protobuf's 2 GiB limit, the weights go to a ``<name>.data`` file next to it; ``model`` itself
+    keeps its weights.
     """
-    out = Path(path).expanduser()
-    if protect is not None and (same_file(out, protect) or out.resolve() == protect.resolve()):
-        raise ModelError(
-            f"Refusing to write the output over the input model {str(protect)!r}; choose another output path."
-        )
-    if out.is_dir():
-        raise ModelError(f"The output path {str(out)!r} is a folder; give a file name such as model_quant.onnx.")
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with temporary_beside(out) as tmp:
-        if model.ByteSize() > _PROTOBUF_LIMIT:
-            data_name = out.name + ".data"
-            onnx.save_model(model, str(tmp), save_as_external_data=True, all_tensors_to_one_file=True, location=data_name)
-        else:
-            onnx.save_model(model, str(tmp))
-        os.replace(tmp, out)
+    inputs = model_inputs(protect) if isinstance(protect, (str, os.PathLike)) else list(protect or ())
+    out = check_output(path, inputs, what)
+    external = external_data or too_large_to_serialize(model)
+    data_name = out.name + ".data"
+    if external:
+        check_output(out.parent / data_name, inputs, f"external data file of the {what}")
+    with _parents_made(out, what):
+        if not external:
+            with temporary_beside(out) as tmp:
+                onnx.save_model(model, str(tmp))
+                _replace(tmp, out, what)
+            return out
+        copy = onnx.ModelProto()
+        copy.CopyFrom(model)  # saving with external data empties the tensors of the model it is given
+        with _folder_beside(out) as folder:
+            # onnx writes the data file beside the .onnx it saves: both go to a private folder first,
+            # then each is renamed into place (a failure leaves the old files as they were)
+            # onnx refuses a location that exists relative to the *current* folder; a name that
+            # exists nowhere gets past that check, and the tensors then get the real name
+            placeholder = f"{data_name}.{secrets.token_hex(8)}"
+            external_data_helper.convert_model_to_external_data(copy, all_tensors_to_one_file=True,
+                                                                location=placeholder, size_threshold=1024)
+            for graph in walk_graphs(copy.graph):
+                for tensor in graph.initializer:
+                    for entry in tensor.external_data:
+                        if entry.key == "location" and entry.value == placeholder:
+                            entry.value = data_name
+            onnx.save_model(copy, str(folder / out.name))
+            if (folder / data_name).exists():
+                # onnx creates the data file 0600; it gets what the .onnx beside it got from the umask
+                shutil.copymode(folder / out.name, folder / data_name)
+                _replace(folder / data_name, out.parent / data_name, what)
+            else:  # every tensor under the threshold: no data file, and an old one would be stale
+                (out.parent / data_name).unlink(missing_ok=True)
+            _replace(folder / out.name, out, what)
+    return out
+
+
+def write_atomic(path: str | os.PathLike, data: bytes | str, *, protect: Iterable[Input] = (),
+                 what: str = "output path") -> Path:
+    """Write ``data`` (text as UTF-8) to ``path`` atomically: readers never see half a file, and
+    nothing in ``protect`` is overwritten (:func:`check_output`)."""
+    out = check_output(path, protect, what)
+    with _parents_made(out, what), temporary_beside(out) as temp:
+        temp.write_bytes(data.encode() if isinstance(data, str) else data)
+        _replace(temp, out, what)
     return out
 
 
 @contextlib.contextmanager
 def temporary_beside(dest: Path) -> Iterator[Path]:
-    """A fresh temporary file in ``dest``'s folder (same file system, so ``os.replace`` onto
-    ``dest`` is atomic); removed on the way out unless the caller renamed it into place."""
-    handle, name = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".part", dir=dest.parent)
-    os.close(handle)
-    temp = Path(name)
+    """A fresh, empty temporary file in ``dest``'s folder (same file system, so ``os.replace`` onto
+    ``dest`` is atomic); removed on the way out (an error, Ctrl-C) unless the caller renamed it
+    into place. It is created as any new file is, so the umask sets its permissions
+    (``tempfile.mkstemp`` would make it 0600, and the output would keep that)."""
+    temp = _fresh(dest, lambda name: os.close(os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)))
     try:
         yield temp
     finally:
         temp.unlink(missing_ok=True)
 
 
-def write_atomic(path: str | os.PathLike, data: bytes | str) -> Path:
-    """Write ``data`` (text as UTF-8) to ``path`` atomically: readers never see half a file."""
-    out = Path(path).expanduser()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with temporary_beside(out) as temp:
-        temp.write_bytes(data.encode() if isinstance(data, str) else data)
-        os.replace(temp, out)
-    return out
+@contextlib.contextmanager
+def _folder_beside(dest: Path) -> Iterator[Path]:
+    """A private temporary folder in ``dest``'s folder, removed with its contents on the way out."""
+    folder = _fresh(dest, lambda name: os.mkdir(name, 0o777))
+    try:
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _fresh(dest: Path, create: Callable[[Path], None]) -> Path:
+    """A new hidden name beside ``dest`` (``.<name>.<random>.part``), created by ``create``."""
+    for _ in range(100):
+        name = dest.parent / f".{dest.name}.{secrets.token_hex(4)}.part"
+        try:
+            create(name)
+        except FileExistsError:
+            continue
+        return name
+    raise OutputPathError(f"Could not create a temporary file beside {str(dest)!r}; is its folder full of .part files?")
+
+
+def _replace(temp: Path, dest: Path, what: str) -> None:
+    """Rename ``temp`` onto ``dest``; an existing ``dest`` passes its permissions on."""
+    with contextlib.suppress(OSError):
+        if dest.is_file():
+            shutil.copymode(dest, temp)
+    try:
+        os.replace(temp, dest)
+    except OSError as exc:
+        raise OutputPathError(f"Could not write the {what} {str(dest)!r}: {exc.strerror or exc}.") from exc
+
+
+@contextlib.contextmanager
+def _parents_made(out: Path, what: str) -> Iterator[None]:
+    """Create ``out``'s missing folders; remove the ones made here if the write fails, and turn an
+    operating-system error into one that names the file."""
+    missing = [p for p in [out.parent, *out.parent.parents] if not p.exists()]
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        yield
+    except BaseException as exc:
+        for folder in missing:  # deepest first
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        if isinstance(exc, OSError) and not isinstance(exc, RyzenNBError):
+            raise OutputPathError(f"Could not write the {what} {str(out)!r}: {exc.strerror or exc}. Check that the "
+                                  "disk has room and that you may write there.") from exc
+        raise

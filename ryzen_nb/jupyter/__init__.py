@@ -19,8 +19,12 @@ front end calls these endpoints, under ``/ryzen-nb/``:
                                           for it; answers its path
 ========================================  ==================================================================
 
-Errors (a missing file, not an ONNX model, a model too large, dynamic shapes) answer with an HTTP
-error status and ``{"error": "..."}`` written for a person, which the front end shows.
+Errors (a missing file, not an ONNX model, a model too large with its external data, a hidden
+file, a path outside the server's folder, a busy server (503), an analysis past its time limit
+(504), a bug (500)) answer with an HTTP error status and ``{"error": "..."}`` written for a person,
+which the front end shows. The viewer's analysis runs in worker processes
+(:mod:`ryzen_nb.jupyter.analysis`, :mod:`ryzen_nb.jupyter.workers`), never on the server's event
+loop: a large model does not hold up the rest of the server.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ import onnx
 
 from ryzen_nb.errors import UnknownNameError
 from ryzen_nb.graph.index import ModelIndex
-from ryzen_nb.graph.io import ModelLike, write_atomic
+from ryzen_nb.graph.io import ModelLike, model_inputs, model_path_of, write_atomic
 from ryzen_nb.npu.partition import NodeAssignment, PartitionOptions, partition
 from ryzen_nb.spec.targets import DEFAULT_TARGET, Target, get_target
 
@@ -39,6 +39,8 @@ class NPUProgram:
     nodes: list[NodeAssignment] = field(repr=False)
     subgraphs: list[list[int]] = field(repr=False)
     compilers: dict[str, str] = field(repr=False)
+    #: the file the model was read from, if any: write_report never writes over it (or its external data)
+    source: Path | None = field(default=None, repr=False)
 
     @property
     def model(self) -> onnx.ModelProto:
@@ -161,8 +163,10 @@ class NPUProgram:
         }
 
     def write_report(self, path: str | Path) -> Path:
-        """Write :meth:`report` as JSON (atomically), e.g. to ``vitisai_ep_report.json``."""
-        return write_atomic(path, json.dumps(self.report(), indent=2) + "\n")
+        """Write :meth:`report` as JSON (atomically), e.g. to ``vitisai_ep_report.json``; a path that
+        is the compiled model (or its external data), a folder or under a file is an error."""
+        protect = model_inputs(self.source, "compiled model") if self.source else []
+        return write_atomic(path, json.dumps(self.report(), indent=2) + "\n", protect=protect, what="report path")
 
     def __repr__(self) -> str:
         p = ", ".join(f"{k} {v}" for k, v in sorted(self.precisions.items()))
@@ -187,4 +191,5 @@ def compile(model: ModelLike | ModelIndex, target: str | Target = DEFAULT_TARGET
             raise UnknownNameError("compile option", key, list(valid))
     index = ModelIndex.of(model)
     nodes, subgraphs, compilers = partition(index, t, PartitionOptions(**options))
-    return NPUProgram(index, t, nodes, subgraphs, compilers)
+    return NPUProgram(index, t, nodes, subgraphs, compilers,
+                      source=None if isinstance(model, ModelIndex) else model_path_of(model))

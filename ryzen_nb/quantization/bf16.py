@@ -23,14 +23,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import onnx
 
 from ryzen_nb.errors import UnknownNameError
 from ryzen_nb.graph.convert import float16_io, float16_to_float32, float32_to_bfloat16, has_float16, with_float16_io
-from ryzen_nb.graph.io import ModelLike, load_model, model_path_of, save_model
+from ryzen_nb.graph.io import ModelLike, check_output, load_model, model_inputs, save_model
 from ryzen_nb.graph.prepare import input_specs, ort_session, prepare
+from ryzen_nb.graph.shapes import with_free_batch
 from ryzen_nb.quantization.config import get_default_config
 from ryzen_nb.quantization.run import QuantizationRun, QuantizationSummary
 
@@ -75,12 +77,17 @@ def check_runs_on_cpu(model: onnx.ModelProto) -> tuple[bool, str]:
         return False, text[:400]
 
 
-def convert_bf16(model: ModelLike, output_path: str | Path | None, format: str = "with_cast") -> BF16Conversion:
-    """Convert an FP32/FP16 model to BF16 in one of :data:`BF16_FORMATS` (default ``with_cast``)."""
+def convert_bf16(model: ModelLike, output_path: str | Path | None, format: str = "with_cast", *,
+                 input_shapes: dict[str, Any] | None = None) -> BF16Conversion:
+    """Convert an FP32/FP16 model to BF16 in one of :data:`BF16_FORMATS` (default ``with_cast``).
+    ``input_shapes`` fixes dynamic input dimensions (``{"input": [1, 3, 224, 224]}``); a dynamic
+    batch stays dynamic in the output."""
     if format not in BF16_FORMATS:
         raise UnknownNameError("BF16 format", format, BF16_FORMATS,
                                hint="with_cast is the default and what the Ryzen AI compiler consumes.")
-    source = model_path_of(model)
+    inputs = model_inputs(model, "input model")
+    if output_path is not None:  # before any work: never over the model or its external data
+        check_output(output_path, inputs, "output_path")
     m = load_model(model)
     from_fp16 = has_float16(m)
     if from_fp16:
@@ -91,8 +98,9 @@ def convert_bf16(model: ModelLike, output_path: str | Path | None, format: str =
         m = float16_to_float32(m, keep_io_types=format == "bf16")
     summary = None
     if format == "bf16":
-        prepared = prepare(m, optimize=True).model
-        converted = float32_to_bfloat16(prepared)
+        prepared = prepare(m, input_shapes=input_shapes, optimize=True)
+        restored = with_free_batch(prepared.model, prepared.dynamic_batch, list(m.graph.output))
+        converted = float32_to_bfloat16(restored)
         try:
             converted = onnx.shape_inference.infer_shapes(converted, strict_mode=False)
         except Exception:  # informative only
@@ -104,7 +112,7 @@ def convert_bf16(model: ModelLike, output_path: str | Path | None, format: str =
             qc.extra_options["BF16QDQToCast"] = True
         elif format == "simulate_bf16":
             qc.extra_options["EnableVaimlBF16"] = True
-        run = QuantizationRun.prepare(m, qc, progress=False)  # a BF16 config has no algorithm to run
+        run = QuantizationRun.prepare(m, qc, input_shapes=input_shapes, progress=False)  # BF16 runs no algorithm
         run.start()
         summary = run.finish(None)
         converted = summary.model
@@ -113,7 +121,7 @@ def convert_bf16(model: ModelLike, output_path: str | Path | None, format: str =
             converted = onnx.shape_inference.infer_shapes(converted, strict_mode=False)
             summary.model = converted
     runs, message = check_runs_on_cpu(converted)
-    out = save_model(converted, output_path, protect=source) if output_path is not None else None
+    out = save_model(converted, output_path, protect=inputs, what="output_path") if output_path is not None else None
     if summary is not None:
         summary.output_path = out
     return BF16Conversion(format, out, converted, from_fp16, runs, message, summary)

@@ -27,23 +27,46 @@ import onnx
 
 from ryzen_nb import formats
 from ryzen_nb.calibration.methods import get_method
-from ryzen_nb.calibration.readers import RandomReader, make_reader
+from ryzen_nb.calibration.readers import IMAGE_SUFFIXES, CastingReader, RandomReader, make_reader
 from ryzen_nb.calibration.runner import collect_statistics
 from ryzen_nb.calibration.validation import check_feed
 from ryzen_nb.errors import CalibrationDataError, ConfigError
+from ryzen_nb.graph.batching import batch_agrees
 from ryzen_nb.graph.builder import make_model
-from ryzen_nb.graph.io import ModelLike, load_model, model_path_of, save_model
+from ryzen_nb.graph.convert import float16_io, float16_to_float32, has_float16, with_float16_io
+from ryzen_nb.graph.io import (
+    Input,
+    ModelLike,
+    graph_only,
+    load_model,
+    model_inputs,
+    model_path_of,
+    path_inputs,
+    save_model,
+)
 from ryzen_nb.graph.prepare import constants_to_initializers, input_specs, ort_session, prepare
+from ryzen_nb.graph.shapes import restore_dynamic_batch
 from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config, resolve
 from ryzen_nb.quantization.emit import emit, metadata_for
-from ryzen_nb.quantization.parameters import assign_parameters
+from ryzen_nb.quantization.parameters import assign_parameters, check_finite_constants
 from ryzen_nb.quantization.plan import QuantPlan, make_plan
 from ryzen_nb.quantization.settings import Settings
 from ryzen_nb.quantization.xint8 import apply_dpu_rewrites, refine
 
-__all__ = ["QuantizationRun", "QuantizationSummary", "as_settings"]
+__all__ = ["QuantizationRun", "QuantizationSummary", "as_settings", "run_inputs", "CALIBRATION_SUFFIXES"]
 
 log = logging.getLogger(__name__)
+
+#: what a calibration folder is read for: a new file of these kinds written into it would join the data
+CALIBRATION_SUFFIXES = (".npy", ".npz", *IMAGE_SUFFIXES)
+
+
+def run_inputs(model: ModelLike, calibration_data: Any, model_what: str = "input model",
+               data_what: str = "calibration_data") -> list[Input]:
+    """What a quantization reads from disk, named as the caller knows it (``--calib-data`` on the
+    command line): the model with its external-data files, and the calibration folder if the data
+    is a path. No output may overwrite them (:func:`ryzen_nb.graph.io.check_output`)."""
+    return model_inputs(model, model_what) + path_inputs(calibration_data, data_what, CALIBRATION_SUFFIXES)
 
 
 @dataclass
@@ -166,6 +189,12 @@ class QuantizationRun:
     start_time: float
     notes: list[str] = field(default_factory=list)
     reports: dict[str, Any] = field(default_factory=dict)  #: what each algorithm did (CLE, fine-tuning, ...)
+    #: (inputs, outputs) an FP16 source model has in float16: quantized as FP32 inside, given back at the end
+    float16_io: tuple[list[str], list[str]] | None = None
+    #: the source model's output declarations (their dynamic dimensions go back into the quantized model)
+    source_outputs: list[onnx.ValueInfoProto] = field(default_factory=list)
+    #: the files the run read (model, external data, calibration folder): finish() never writes over them
+    inputs: list[Input] = field(default_factory=list)
 
     @classmethod
     def prepare(cls, model: ModelLike, config: Any, calibration_data: Any = None, *,
@@ -177,6 +206,13 @@ class QuantizationRun:
         settings, full_config = as_settings(config)
         source = model_path_of(model)
         float_model = load_model(model)
+        source_outputs = [onnx.ValueInfoProto.FromString(vi.SerializeToString()) for vi in float_model.graph.output]
+        float16 = None
+        if has_float16(float_model):
+            # integer and float formats alike quantize FP32 values: the FP16 model becomes FP32 inside
+            # (its weights exactly), and gets its FP16 inputs and outputs back at the end
+            float16 = float16_io(float_model)
+            float_model = float16_to_float32(float_model, keep_io_types=False)
         specs = input_specs(float_model)
         if calibration_data is None and settings.random_data:
             log.warning("calibrating on random data (UseRandomData): ranges will not reflect real inputs")
@@ -189,6 +225,9 @@ class QuantizationRun:
                 input_shapes={s.name: s.shape for s in specs},
                 limit=limit or settings.calibration_limit,
             )
+            if float16 is not None:
+                reader = CastingReader(reader, {s.name: np.float32 for s in specs if s.dtype == np.float32})
+                reader.bind([s.name for s in specs])
             first = reader.get_next()
             reader.rewind()
             if first is None:
@@ -196,7 +235,8 @@ class QuantizationRun:
             check_feed(first, specs, 0)  # a bad first sample is a data problem, reported as one
         prepared = prepare(float_model, input_shapes=input_shapes, sample=first, optimize=settings.optimize,
                            matmul_add_to_gemm=settings.simplify)
-        return cls(settings, full_config, prepared, None, None, reader, source, progress, start_time)
+        return cls(settings, full_config, prepared, None, None, reader, source, progress, start_time,
+                   float16_io=float16, source_outputs=source_outputs, inputs=run_inputs(model, calibration_data))
 
     def start(self) -> None:
         """Apply the XINT8 DPU rewrites the config asks for, then plan, calibrate and assign
@@ -221,7 +261,8 @@ class QuantizationRun:
             settings = copy.copy(self.settings)
             settings.tensor_formats = {**self.settings.tensor_formats, **(tensor_formats or {})}
             settings.dual_formats = dict(dual or {})
-        plan = make_plan(self.prepared.model, settings)
+        plan = make_plan(self.prepared.model, settings, folded_nodes=self.prepared.folded_nodes)
+        check_finite_constants(self.prepared.model, plan)
         self._calibrate(plan)
         assign_parameters(self.prepared.model, plan, self.calibration, settings)
         if settings.npu_legality:
@@ -244,6 +285,7 @@ class QuantizationRun:
         hist = {name: get_method(t.settings.method).needs_histogram or t.settings.power_of_two for name, t in missing.items()}
         result = collect_statistics(self.prepared, self.reader, hist, moving_average=self.settings.moving_average,
                                     progress=self.progress)
+        self.notes.extend(w for w in result.warnings if w not in self.notes)
         if self.calibration is None:
             self.calibration = result
         else:
@@ -271,6 +313,31 @@ class QuantizationRun:
         constants_to_initializers(model)
         return model
 
+    def _batch_problem(self, candidate: onnx.ModelProto, static: onnx.ModelProto) -> str | None:
+        """Why ``candidate`` (the quantized model with its dynamic batch back) cannot take another
+        batch, or None: it runs two copies of a sample stacked, and each copy must come out as the
+        static model gives it alone."""
+        sample = None
+        if self.reader is not None:
+            self.reader.rewind()
+            sample = self.reader.get_next()
+            self.reader.rewind()
+        if sample is None:  # no data: any values do for a shape and consistency check
+            rng = np.random.default_rng(0)
+            sample = {s.name: (rng.standard_normal([int(d) for d in s.shape]) if s.dtype.kind == "f"
+                               else np.zeros([int(d) for d in s.shape])).astype(s.dtype)
+                      for s in self.prepared.inputs}
+        free = self.prepared.dynamic_batch
+        doubled = {k: np.concatenate([v, v]) if k in free else v for k, v in sample.items()}
+        try:
+            single = ort_session(static).run(None, sample)
+            batched = ort_session(candidate).run(None, doubled)
+        except Exception as exc:  # onnxruntime's shape errors: the graph pins its batch
+            return str(exc).strip().splitlines()[0][:200]
+        names = [o.name for o in candidate.graph.output]
+        bad = [n for n, b, s in zip(names, batched, single) if not batch_agrees(b, s, 2)]
+        return f"output(s) {bad} differ per sample with a batch of 2" if bad else None
+
     def finish(self, output_path: str | Path | None = None) -> QuantizationSummary:
         settings, plan, calibration = self.settings, self.plan, self.calibration
         metadata = metadata_for(plan, {
@@ -279,9 +346,17 @@ class QuantizationRun:
             "calibration": {"samples": calibration.samples if calibration else 0},
         })
         quantized = _finish(emit(self.prepared.model, plan, settings, metadata))
+        quantized, batch_note = restore_dynamic_batch(quantized, self.prepared.dynamic_batch, self.source_outputs,
+                                                      lambda candidate: self._batch_problem(candidate, quantized))
+        if batch_note:
+            self.notes.append(batch_note)
+        if self.float16_io is not None:
+            quantized = _infer(with_float16_io(quantized, *self.float16_io))
+            self.notes.append("FP16 model: quantized as FP32 inside, FP16 inputs and outputs kept")
         out_path = None
         if output_path is not None:
-            out_path = save_model(quantized, output_path, protect=self.source)
+            out_path = save_model(quantized, output_path, protect=self.inputs or self.source, what="output_path",
+                                  external_data=bool(self.config.global_quant_config.use_external_data_format))
         counts = Counter(plan.formats_by_tensor().values())  # second (dual) quantizers included
         summary = QuantizationSummary(
             preset=settings.preset,
@@ -304,14 +379,20 @@ class QuantizationRun:
         return summary
 
 
+def _infer(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Shape inference for readers and viewers (best effort: the load check is what matters)."""
+    try:
+        return graph_only(model, lambda m: onnx.shape_inference.infer_shapes(m, strict_mode=False))
+    except Exception as exc:
+        log.debug("shape inference of the quantized model failed: %s", exc)
+        return model
+
+
 def _finish(model: onnx.ModelProto) -> onnx.ModelProto:
     """Constants as initializers, shape inference for readers and viewers, and a load check:
     never write a model ORT rejects."""
     constants_to_initializers(model)  # Q/DQ scales and zero points, as every QDQ tool writes them
-    try:
-        model = onnx.shape_inference.infer_shapes(model, strict_mode=False)
-    except Exception as exc:  # best effort; the load check below is what matters
-        log.debug("shape inference of the quantized model failed: %s", exc)
+    model = _infer(model)
     try:
         _load_check(model)
     except Exception as exc:
