@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ryzen_nb.calibration.files import read_archive, read_array, read_image
 from ryzen_nb.errors import CalibrationDataError, UnknownNameError
 
 __all__ = [
@@ -239,15 +240,14 @@ class NpyFolderReader(CalibrationReader):
         if not self.files:
             names = list(self.per_input)
             for paths in zip(*self.per_input.values()):
-                yield {n: _with_batch(_as_array(np.load(p), n), self, n) for n, p in zip(names, paths)}
+                yield {n: _with_batch(_as_array(read_array(p), n), self, n) for n, p in zip(names, paths)}
             return
         for path in self.files:
             if path.suffix.lower() == ".npz":
-                with np.load(path) as archive:
-                    yield {k: _as_array(archive[k], k) for k in archive.files}
+                yield {k: _as_array(v, k) for k, v in read_archive(path).items()}
             else:
                 name = self.input_name or self._single_name()
-                yield {name: _as_array(np.load(path), name)}
+                yield {name: _as_array(read_array(path), name)}
 
 
 class ImageFolderReader(CalibrationReader):
@@ -320,14 +320,14 @@ class ImageFolderReader(CalibrationReader):
 
     def load(self, path: Path) -> np.ndarray:
         """One preprocessed image with a batch dimension of 1."""
-        from PIL import Image
+        from PIL import Image  # Pillow loads only where images are read
 
         if self.size is None:
             raise CalibrationDataError(
                 "ImageFolderReader needs size=... (or to be bound to a model with a static input shape)."
             )
         h, w = self.size
-        with Image.open(path) as img:
+        with read_image(path) as img:
             img = img.convert("L" if self.grayscale else "RGB")
             short = self.resize or int(round(min(h, w) / 0.875))
             scale = short / min(img.size)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ryzen_nb.calibration.files import read_array, read_image
 from ryzen_nb.errors import RyzenNBError
 from ryzen_nb.metrics import cosine, l2, max_abs, psnr, sqnr, ssim
 
@@ -82,10 +83,8 @@ class FolderComparison:
 
 def _load(path: Path) -> np.ndarray:
     if path.suffix.lower() == ".npy":
-        return np.load(path)
-    from PIL import Image
-
-    with Image.open(path) as img:
+        return read_array(path, EvaluationError)
+    with read_image(path, EvaluationError) as img:
         return np.asarray(img)
 
 

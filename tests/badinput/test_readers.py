@@ -211,22 +211,13 @@ CALIBRATION = [
     ("truncated-png", "0.png", _png()[:40]),
     ("empty-jpg", "0.jpg", b""),
 ]
-#: np.load / PIL fail inside calibration/readers.py without naming the file (that module is the
-#: quantizer agent's; its errors are counted here, marked until it names the file)
-_READER_NAMES_NO_FILE = pytest.mark.xfail(reason="calibration/readers.py: np.load/PIL errors do not name the file",
-                                          strict=False)
 CALIBRATION_READERS = [
     ("api-quantize", None, lambda: call(lambda: ryzen_nb.quantize("m.onnx", "out.onnx", "XINT8", "bad",
                                                                   progress=False))),
     ("cli-quantize", "quantize", lambda: run_cli(["quantize", "m.onnx", "out.onnx", "--calib-data", "bad", "--quiet"])),
     ("cli-emulate-data", "emulate", lambda: run_cli(["emulate", "q.onnx", "--data", "bad", "--limit", "2"])),
 ]
-CALIBRATION_CASES = [pytest.param(r, c, id=f"{r[0]}-{c[0]}",
-                                   # Pillow's "cannot identify image file" is an OSError naming the file, which
-                                   # the command line shows; its other errors do not name it
-                                   marks=[_READER_NAMES_NO_FILE] if r[1] is None or c[0] not in
-                                   ("truncated-png", "empty-jpg") else [])
-                     for r in CALIBRATION_READERS for c in CALIBRATION]
+CALIBRATION_CASES = [pytest.param(r, c, id=f"{r[0]}-{c[0]}") for r in CALIBRATION_READERS for c in CALIBRATION]
 
 
 @pytest.mark.parametrize(("reader", "corruption"), CALIBRATION_CASES)
@@ -266,12 +257,7 @@ RESULTS = [
     Results("nothing-in-common", {"b.npy": _A}, {"a.npy": _A}, fragments=("a.npy", "b.npy")),
     Results("empty-folder", {}, {"a.npy": _A}, folders=("base", "outdir"), fragments=("outdir",)),
 ]
-_FOLDERS_NAME_NO_FILE = pytest.mark.xfail(reason="evaluation/folders.py: np.load/PIL errors do not name the file",
-                                          strict=False)
-EVALUATE_CASES = [pytest.param(surface, r, id=f"{surface}-{r.name}",
-                               marks=[_FOLDERS_NAME_NO_FILE] if r.name in ("garbage-npy", "object-npy")
-                               or (surface, r.name) == ("api", "garbage-png") else [])
-                  for surface in ("api", "cli") for r in RESULTS]
+EVALUATE_CASES = [pytest.param(surface, r, id=f"{surface}-{r.name}") for surface in ("api", "cli") for r in RESULTS]
 
 
 @pytest.mark.parametrize(("surface", "results"), EVALUATE_CASES)
