@@ -144,7 +144,7 @@ def test_xint8_hard_sigmoid_by_hand() -> None:
 
 
 def test_average_pools_multiply_as_the_dpu_does() -> None:
-    """XINT8 average pools multiply by the DPU's k/2**n instead of dividing (NPU_SPEC §4.1.5): a 7x7
+    """XINT8 average pools multiply by the DPU's k/2**n instead of dividing (docs/npu-numerics.md#dpu-rewrites): a 7x7
     mean of 120s is 120 * 49 * 21/1024 = 120.59 -> 121, a 3x3 mean of 100s 100 * 9 * 7/64 = 98.4 -> 98.
     A8W8 divides exactly, unless the model carries the DPU's correction as a Mul the kernel computes."""
     one = dict(inputs=[_ref("x", 1.0, 0, np.int8)], output=_ref("y", 1.0, 0, np.int8))
