@@ -118,12 +118,13 @@ class ModelIndex:
     # -- shapes and types ---------------------------------------------------------------------------
     @cached_property
     def inferred(self) -> onnx.ModelProto:
-        """The model with inferred ``value_info`` (onnx's shape inference, non-strict); the model
+        """The model's graph with inferred ``value_info`` (onnx's shape inference, non-strict) — the
+        declarations only: large initializers are left out (read :attr:`model` for weights). The model
         itself where inference fails or the index was made with ``infer=False``."""
         if not self.infer:
             return self.model
         try:
-            return onnx.shape_inference.infer_shapes(self.model, strict_mode=False)
+            return _infer_without_weights(self.model)
         except Exception:  # noqa: BLE001 - custom domains, models onnx cannot fully type: use what is declared
             return self.model
 
@@ -185,3 +186,38 @@ class ModelIndex:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__init__(state["model"], infer=state["infer"])  # type: ignore[misc]
+
+
+#: initializers up to this size keep their values for shape inference (shape tensors, axes, scalars)
+_SMALL_INITIALIZER_BYTES = 4096
+
+
+def _infer_without_weights(model: onnx.ModelProto) -> onnx.ModelProto:
+    """Shape inference on a skeleton of ``model``: weights are declared as typed inputs instead of
+    carried, so onnx does not serialise hundreds of MB to infer shapes (most of the viewer's time on
+    a large model). Small initializers keep their values, which shape computations read (Reshape's
+    target, Slice's starts...). The weights' declarations are removed again from the result's inputs."""
+    skeleton = onnx.ModelProto()
+    skeleton.ir_version = model.ir_version
+    skeleton.opset_import.extend(model.opset_import)
+    skeleton.functions.extend(model.functions)
+    g, source = skeleton.graph, model.graph
+    g.name = source.name
+    g.node.extend(source.node)
+    g.input.extend(source.input)
+    g.output.extend(source.output)
+    g.value_info.extend(source.value_info)
+    declared = {vi.name for vi in source.input}
+    weights = []
+    for t in source.initializer:
+        if t.ByteSize() <= _SMALL_INITIALIZER_BYTES:
+            g.initializer.append(t)
+        elif t.name not in declared:
+            g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))
+            weights.append(t.name)
+    inferred = onnx.shape_inference.infer_shapes(skeleton, strict_mode=False)
+    if weights:
+        kept = [vi for vi in inferred.graph.input if vi.name not in set(weights)]
+        del inferred.graph.input[:]
+        inferred.graph.input.extend(kept)
+    return inferred
