@@ -1,11 +1,16 @@
-"""``PartitionView``: where each node of a model runs on the NPU, as an interactive layer list.
+"""``PartitionView``: where each node of a model runs on the NPU, as a graph and as a layer list.
 
-One row per node, coloured by device (NPU/CPU) and precision, with the reason for every CPU node;
-a minimap of the whole model; a filter; a target dropdown that recompiles. The front end is
-``partition_view.js`` beside this module (plain ESM for anywidget, no build step), so the widget
-works in JupyterLab 4, Notebook 7 and VS Code. The precisions, their labels and colours, the device
-colours and the targets come from :func:`ryzen_nb.spec.facts` through the ``facts`` trait: the
-front end types none of them.
+Two tabs. **Graph**: the model laid out by a layered layout (dagre), each node filled with its
+precision's colour and edged with its device's (dashed on the CPU), blocks of repeated layers that
+collapse and open (from the node names, or the graph's structure when the names are flat), search
+by name, zoom, and a side panel with the reason of every CPU node. **Table**: one row per node with
+the same colours and reasons, a minimap of the whole model and a filter. A target dropdown
+recompiles. The front end is ``partition_view.js`` (and ``.css``) beside this module: one ES module
+for anywidget that loads nothing from the network, built from ``widgets/jupyterlab/partition_view``
+and the graph view the JupyterLab viewer shares (``widgets/jupyterlab/src/graph``) by
+``npm run build`` there; it works in JupyterLab 4, Notebook 7 and VS Code. The precisions, their
+labels and colours, the device colours and the targets come from :func:`ryzen_nb.spec.facts`
+through the ``facts`` trait: the front end types none of them.
 
 >>> from ryzen_nb.ui.partition import PartitionView                     # doctest: +SKIP
 >>> view = PartitionView("model_xint8.onnx", target="PHX")              # doctest: +SKIP
@@ -110,8 +115,8 @@ def _summary(program: NPUProgram, model_name: str) -> dict[str, Any]:
 
 
 class PartitionView(anywidget.AnyWidget):
-    """The NPU partition of a model: a layer list coloured by device and precision, with the
-    reason for each CPU node, a minimap, filters and a target dropdown.
+    """The NPU partition of a model: a graph and a layer list coloured by device and precision,
+    with the reason for each CPU node, collapsible blocks, search, filters and a target dropdown.
 
     ``model_or_program`` is an :class:`~ryzen_nb.npu.compile.NPUProgram`, an ``onnx.ModelProto``
     or a path. ``target`` defaults to the program's own target, or ``"STX"`` (the default target of
@@ -146,7 +151,7 @@ class PartitionView(anywidget.AnyWidget):
     #: colour, description... in legend order), ``devices`` (NPU and CPU colours), ``targets`` (the
     #: dropdown's choices) and ``docs``
     facts = traitlets.Dict().tag(sync=True)
-    #: the name of the node clicked in the list ("" for none)
+    #: the name of the node clicked in the graph or the list ("" for none)
     selected = traitlets.Unicode("").tag(sync=True)
     #: the message of the last failed callback, shown as a red banner ("" for none)
     error = traitlets.Unicode("").tag(sync=True)

@@ -1,6 +1,8 @@
-"""The JupyterLab extension's front end (TypeScript in ``widgets/jupyterlab``): its unit tests pass,
-and the prebuilt assets shipped in ``ryzen_nb/labextension`` are exactly what its sources build to
-(from package-lock.json, with only the npm registry reachable). Needs Node.js and npm; skipped
+"""The front ends built in ``widgets/jupyterlab``: the JupyterLab extension (TypeScript) and the
+PartitionView anywidget's module (``partition_view/`` with the graph view of ``src/graph/`` and dagre,
+bundled by ``build-widget.mjs``). Their unit tests pass, and the prebuilt assets shipped in
+``ryzen_nb/labextension`` and ``ryzen_nb/ui/partition_view.{js,css}`` are exactly what the sources
+build to (from package-lock.json, with only the npm registry reachable). Needs Node.js and npm; skipped
 without them unless ``RYZEN_NB_REQUIRE_BROWSER=1`` (set by ``.ci/run``) makes that a failure.
 
 After changing the TypeScript, rebuild and commit the assets::
@@ -21,6 +23,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ROOT / "widgets" / "jupyterlab"
 BUILT = ROOT / "ryzen_nb" / "labextension"
+#: the anywidget's front end, built beside its Python class (ryzen_nb/ui/partition.py)
+WIDGET = ("ryzen_nb/ui/partition_view.js", "ryzen_nb/ui/partition_view.css")
 pytestmark = pytest.mark.slow
 
 
@@ -71,3 +75,8 @@ def test_shipped_assets_are_what_the_sources_build_to(workspace: Path) -> None:
         f"only shipped {sorted(shipped_files - built_files)}")
     differing = [name for name in sorted(built_files) if (rebuilt / name).read_bytes() != (BUILT / name).read_bytes()]
     assert not differing, f"the shipped assets differ from a fresh build of the sources: {differing}"
+    for name in WIDGET:
+        fresh = workspace.parents[1] / name
+        assert fresh.is_file(), f"npm run build wrote no {name}"
+        assert fresh.read_bytes() == (ROOT / name).read_bytes(), (
+            f"{name} differs from a fresh build of widgets/jupyterlab/partition_view: run npm run build and commit it")

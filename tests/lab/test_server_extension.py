@@ -84,6 +84,11 @@ async def test_onnx_viewer_summary_and_partition(jp_fetch, models) -> None:
     assert partition["npu_share"] == round(100 * program.npu_share, 2) and f"{partition['npu_share']:.2f}%" in partition["ep_log"]
     assert "[Vitis AI EP] No. of Operators" in partition["ep_log"] and partition["latency_ms"] > 0
     assert all(row["reason"] for row in partition["cpu_reasons"])
+    # the graph view's edges: each node's tensors, as the program has them (no empty optional inputs)
+    assert [(n["inputs"], n["outputs"]) for n in partition["nodes"]] == [
+        ([t for t in n.inputs if t], list(n.outputs)) for n in program.nodes]
+    produced = {t for n in partition["nodes"] for t in n["outputs"]}
+    assert any(t in produced for n in partition["nodes"] for t in n["inputs"]), "no node reads another's output"
     fp32 = await _json(jp_fetch, "onnx", path="cnn.onnx", target="STX", precision="XINT8")
     assert fp32["precisions"] == list(service.PRECISION_MENU) and fp32["partition"]["precisions"].get("XINT8")
     as_is = await _json(jp_fetch, "onnx", path="cnn.onnx", target="STX")

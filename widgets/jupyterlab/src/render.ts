@@ -227,11 +227,11 @@ function nodeRow(node: INodeInfo, index: number, facts: IFacts | null): string {
 }
 
 /**
- * The partition for one target and precision: the headline, the precisions on the NPU, the latency
- * estimate, why operators stay on the CPU, and every operator (quantizer nodes only on request: they
- * are most of a QDQ graph). ``facts`` labels and colours the precisions.
+ * The partition for one target and precision, above the graph and table tabs: the headline, the
+ * precisions on the NPU, the latency estimate and why operators stay on the CPU. ``facts`` labels
+ * and colours the precisions.
  */
-export function renderPartition(partition: IPartition, facts: IFacts | null, showQuantizers = false): string {
+export function renderPartitionHead(partition: IPartition, facts: IFacts | null): string {
   const breakdown = Object.entries(partition.latency_breakdown_ms)
     .map(([k, v]) => `${escapeHTML(k)} ${escapeHTML(formatMs(v))}`)
     .join(' · ');
@@ -249,12 +249,6 @@ export function renderPartition(partition: IPartition, facts: IFacts | null, sho
         .join('') +
       '</ul>'
     : '<p>Every operator runs on the NPU.</p>';
-  const rows = partition.nodes
-    .map((node, i) => [node, i] as const)
-    .filter(([node]) => showQuantizers || !node.quantizer)
-    .map(([node, i]) => nodeRow(node, i, facts))
-    .join('');
-  const hidden = partition.nodes.filter(n => n.quantizer).length;
   return (
     '<section class="rnb-partition">' +
     `<p class="rnb-headline">${escapeHTML(partitionHeadline(partition))}</p>` +
@@ -263,14 +257,35 @@ export function renderPartition(partition: IPartition, facts: IFacts | null, sho
     `<b>${escapeHTML(formatMs(partition.latency_ms))}</b> <span class="rnb-muted">(${breakdown}; ` +
     `${escapeHTML(partition.latency_note)})</span></p>` +
     `<h3>Why operators stay on the CPU</h3>${reasonList}` +
+    '</section>'
+  );
+}
+
+/**
+ * The Table tab: every operator with its device, precision and reason (quantizer nodes only on
+ * request: they are most of a QDQ graph).
+ */
+export function renderNodeTable(partition: IPartition, facts: IFacts | null, showQuantizers = false): string {
+  const rows = partition.nodes
+    .map((node, i) => [node, i] as const)
+    .filter(([node]) => showQuantizers || !node.quantizer)
+    .map(([node, i]) => nodeRow(node, i, facts))
+    .join('');
+  const hidden = partition.nodes.filter(n => n.quantizer).length;
+  return (
     `<h3>Operators <span class="rnb-muted">${
       hidden && !showQuantizers ? `(${hidden} quantizer nodes hidden)` : ''
     }</span></h3>` +
     '<table class="rnb-table rnb-nodes"><thead><tr><th>#</th><th>op</th><th>name</th><th>device</th>' +
-    `<th>precision</th><th>why on the CPU</th></tr></thead><tbody>${rows}</tbody></table>` +
-    `<details><summary>what the Vitis AI EP would print</summary><pre>${escapeHTML(partition.ep_log)}</pre></details>` +
-    '</section>'
+    `<th>precision</th><th>why on the CPU</th></tr></thead><tbody>${rows}</tbody></table>`
   );
+}
+
+/** What the Vitis AI EP would print, folded, under the tabs. */
+export function renderEpLog(partition: IPartition): string {
+  return `<details class="rnb-ep-log"><summary>what the Vitis AI EP would print</summary><pre>${escapeHTML(
+    partition.ep_log
+  )}</pre></details>`;
 }
 
 /** What to tell the user after a tutorial was copied (nothing when it simply opened). */

@@ -70,6 +70,9 @@ export interface INodeInfo {
   reason: string;
   subgraph: number | null;
   quantizer: boolean;
+  /** the tensors it reads and writes: the graph's edges */
+  inputs?: string[];
+  outputs?: string[];
 }
 
 export interface IPartition {

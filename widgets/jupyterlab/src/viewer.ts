@@ -1,6 +1,7 @@
 /**
  * The ONNX viewer: opening an .onnx file shows its summary and, for a chosen NPU target and
- * precision, the emulated partition and latency estimate computed by the server extension.
+ * precision, the emulated partition and latency estimate computed by the server extension, with
+ * the model as a graph (./graph, coloured by device and precision) and as a table, in two tabs.
  * The file's bytes never travel to the browser (the model factory's fileFormat is null): the
  * server reads the model where it lies. The targets, precisions and their colours are the server's
  * facts (GET /ryzen-nb/facts); the first request names no target or precision, so the server's
@@ -12,12 +13,15 @@ import type { CommandRegistry } from '@lumino/commands';
 import { Widget } from '@lumino/widgets';
 
 import { getFacts, requestAPI } from './api';
+import { GraphView } from './graph/view';
 import { ryzenIcon } from './icon';
 import {
   deviceColourVariables,
   escapeHTML,
   precisionOptions,
-  renderPartition,
+  renderEpLog,
+  renderNodeTable,
+  renderPartitionHead,
   renderSummary,
   targetOptions
 } from './render';
@@ -89,11 +93,43 @@ export class OnnxViewer extends Widget {
     this._summaryNode = document.createElement('div');
     this._partitionNode = document.createElement('div');
     this._partitionNode.className = 'rnb-partition-panel';
+    this._partitionHead = document.createElement('div');
+    // the graph first (how people look at a model), the table second; only the shown one is drawn
+    this._tabs = document.createElement('div');
+    this._tabs.className = 'rnb-tabs';
+    this._tabs.setAttribute('role', 'tablist');
+    this._graphPanel = document.createElement('div');
+    this._graphPanel.className = 'rnb-tab-panel rnb-graph-tab';
+    this._graph = new GraphView();
+    this._graphPanel.append(this._graph.node);
+    this._tablePanel = document.createElement('div');
+    this._tablePanel.className = 'rnb-tab-panel rnb-table-tab';
+    for (const [name, label, panel] of [
+      ['graph', 'Graph', this._graphPanel],
+      ['table', 'Table', this._tablePanel]
+    ] as const) {
+      const tab = document.createElement('button');
+      tab.type = 'button';
+      tab.className = 'rnb-tab';
+      tab.textContent = label;
+      tab.dataset.tab = name;
+      tab.setAttribute('role', 'tab');
+      tab.onclick = () => this._showTab(name);
+      panel.setAttribute('role', 'tabpanel');
+      this._tabs.append(tab);
+    }
+    this._epLog = document.createElement('div');
+    this._partitionNode.append(this._partitionHead, this._tabs, this._graphPanel, this._tablePanel, this._epLog);
+    this._showTab('graph');
+    this._partitionNode.hidden = true;
     this.node.append(this._status, this._summaryNode, bar, this._partitionNode);
 
     target.onchange = () => void this.refresh();
     precision.onchange = () => void this.refresh();
-    this._showQuantizers.onchange = () => this._renderPartition();
+    this._showQuantizers.onchange = () => {
+      this._graph.setShowQuantizers(this._showQuantizers.checked);
+      this._renderPartition();
+    };
     void this._context.ready.then(() => this.refresh());
     this._context.pathChanged.connect(() => void this.refresh());
   }
@@ -138,7 +174,7 @@ export class OnnxViewer extends Widget {
       }
       this._summary = null;
       this._summaryNode.innerHTML = '';
-      this._partitionNode.innerHTML = '';
+      this._partitionNode.hidden = true;
       this._showStatus('error', (error as Error).message);
     }
   }
@@ -148,11 +184,39 @@ export class OnnxViewer extends Widget {
     if (!summary) {
       return;
     }
-    if (summary.partition_error) {
-      this._partitionNode.innerHTML = `<div class="rnb-error" role="alert">${escapeHTML(summary.partition_error)}</div>`;
-    } else if (summary.partition) {
-      this._partitionNode.innerHTML = renderPartition(summary.partition, this._facts, this._showQuantizers.checked);
+    const partition = summary.partition;
+    this._partitionNode.hidden = false;
+    this._tabs.hidden = !partition;
+    this._epLog.hidden = !partition;
+    if (summary.partition_error || !partition) {
+      const message = summary.partition_error ?? 'The server sent no partition.';
+      this._partitionHead.innerHTML = `<div class="rnb-error" role="alert">${escapeHTML(message)}</div>`;
+      this._showTab(this._tab);
+      return;
     }
+    this._partitionHead.innerHTML = renderPartitionHead(partition, this._facts);
+    this._tablePanel.innerHTML = renderNodeTable(partition, this._facts, this._showQuantizers.checked);
+    this._epLog.innerHTML = renderEpLog(partition);
+    this._graph.setData(partition.nodes, this._facts);
+    this._showTab(this._tab);
+  }
+
+  private _showTab(name: 'graph' | 'table'): void {
+    this._tab = name;
+    for (const tab of Array.from(this._tabs.children) as HTMLElement[]) {
+      const on = tab.dataset.tab === name;
+      tab.classList.toggle('rnb-tab-active', on);
+      tab.setAttribute('aria-selected', on ? 'true' : 'false');
+    }
+    const shown = !!this._summary?.partition;
+    this._graphPanel.hidden = !shown || name !== 'graph';
+    this._tablePanel.hidden = !shown || name !== 'table';
+    this._graph.setVisible(!this._graphPanel.hidden);
+  }
+
+  dispose(): void {
+    this._graph.dispose();
+    super.dispose();
   }
 
   private _showStatus(kind: '' | 'busy' | 'error', message: string): void {
@@ -170,6 +234,13 @@ export class OnnxViewer extends Widget {
   private readonly _status: HTMLDivElement;
   private readonly _summaryNode: HTMLDivElement;
   private readonly _partitionNode: HTMLDivElement;
+  private readonly _partitionHead: HTMLDivElement;
+  private readonly _tabs: HTMLDivElement;
+  private readonly _graphPanel: HTMLDivElement;
+  private readonly _tablePanel: HTMLDivElement;
+  private readonly _epLog: HTMLDivElement;
+  private readonly _graph: GraphView;
+  private _tab: 'graph' | 'table' = 'graph';
 }
 
 export class OnnxViewerFactory extends ABCWidgetFactory<DocumentWidget<OnnxViewer>> {

@@ -17,7 +17,9 @@ import {
   precisionOptions,
   renderHistogram,
   renderLegend,
-  renderPartition,
+  renderEpLog,
+  renderNodeTable,
+  renderPartitionHead,
   renderSummary,
   safeColour,
   targetOptions
@@ -178,18 +180,20 @@ test('the partition lists CPU reasons grouped, hides quantizer nodes unless aske
     node('a', 'Softmax', 'CPU', { reason: 'Softmax <unsupported>' }),
     node('b', 'Softmax', 'CPU', { reason: 'Softmax <unsupported>' })
   ]);
-  const html = renderPartition(p, facts);
-  assert.match(html, /<b>2×<\/b> Softmax &lt;unsupported&gt;/);
-  assert.match(html, /<div class="rnb-legend">/);
-  assert.match(html, /<td><span class="rnb-chip rnb-prec" style="background:#112233"/);
-  assert.match(html, /1 quantizer nodes hidden/);
-  assert.doesNotMatch(html, /QuantizeLinear/);
-  assert.match(html, /estimated latency on STX: <b>1.23 ms<\/b>/);
-  assert.match(html, /Vitis AI EP/);
-  const all = renderPartition(p, facts, true);
+  const head = renderPartitionHead(p, facts);
+  assert.match(head, /<b>2×<\/b> Softmax &lt;unsupported&gt;/);
+  assert.match(head, /<div class="rnb-legend">/);
+  assert.match(head, /estimated latency on STX: <b>1.23 ms<\/b>/);
+  assert.doesNotMatch(head, /<table/);
+  const table = renderNodeTable(p, facts);
+  assert.match(table, /<td><span class="rnb-chip rnb-prec" style="background:#112233"/);
+  assert.match(table, /1 quantizer nodes hidden/);
+  assert.doesNotMatch(table, /QuantizeLinear/);
+  assert.match(renderEpLog(p), /<summary>what the Vitis AI EP would print<\/summary>/);
+  const all = renderNodeTable(p, facts, true);
   assert.match(all, /QuantizeLinear/);
   assert.doesNotMatch(all, /quantizer nodes hidden/);
-  assert.match(renderPartition(partition([node('conv', 'Conv', 'NPU')]), null), /Every operator runs on the NPU/);
+  assert.match(renderPartitionHead(partition([node('conv', 'Conv', 'NPU')]), null), /Every operator runs on the NPU/);
 });
 
 test('the summary escapes names from the model file and lists inputs and outputs', () => {
