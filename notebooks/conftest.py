@@ -8,10 +8,14 @@ Two things on top of nbval:
   sizes with ``RYZEN_NB_QUICK=0 pytest notebooks/``.
 * Each notebook's wall time and its kernel's peak memory are recorded (``outputs/limits.json``)
   and a notebook over :data:`LIMIT_SECONDS` or :data:`LIMIT_MB` fails: Binder gives 2 GB.
+* A notebook whose every cell passed is written with its outputs to ``build/notebooks-executed/``
+  (:data:`EXECUTED`), tagged with a hash of its source: ``scripts/build_docs.py`` builds the
+  documentation site from these copies instead of running the notebooks a second time.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -24,8 +28,42 @@ os.environ.setdefault("RYZEN_NB_QUICK", "1")  # inherited by the kernels nbval s
 LIMIT_SECONDS = 180.0
 LIMIT_MB = 1536.0
 HERE = Path(__file__).resolve().parent
+EXECUTED = HERE.parent / "build" / "notebooks-executed"
 _started: dict[str, float] = {}
 _measured: dict[str, dict[str, float]] = {}
+_failed: set[str] = set()
+
+
+def source_hash(notebook: dict) -> str:
+    """What a notebook says (cell types and sources); the same function as scripts/build_docs.py's."""
+    cells = [(c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+             for c in notebook["cells"]]
+    return hashlib.sha256(json.dumps(cells).encode()).hexdigest()
+
+
+def _keep_executed(notebook: pytest.Collector, path: Path) -> None:
+    """Write the notebook with the outputs nbval collected, for the documentation site."""
+    import nbformat
+
+    original = json.loads(path.read_text(encoding="utf-8"))
+    nb = notebook.nb
+    count = 0
+    for item in notebook.session.items:
+        if getattr(item, "parent", None) is notebook and getattr(item, "test_outputs", None) is not None:
+            count += 1
+            item.cell.outputs = [nbformat.from_dict(o) for o in item.test_outputs]
+            item.cell.execution_count = count
+    nb.metadata["ryzen_nb_docs"] = {"source_sha256": source_hash(original),
+                                    "quick": os.environ.get("RYZEN_NB_QUICK") == "1", "executed_by": "nbval"}
+    EXECUTED.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, EXECUTED / path.name)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> object:
+    outcome = yield
+    if item.path.suffix == ".ipynb" and outcome.get_result().failed:
+        _failed.add(str(item.path))
 
 
 def _peak_mb(pid: int) -> float:
@@ -70,6 +108,8 @@ def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> 
         "peak_mb": round(_peak_mb(pid), 1) if pid else float("nan"),
         "quick": os.environ.get("RYZEN_NB_QUICK") == "1",
     }
+    if str(item.path) not in _failed:
+        _keep_executed(item.parent, item.path)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

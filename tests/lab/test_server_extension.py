@@ -51,7 +51,9 @@ async def _error(jp_fetch, *path, method="GET", body=None, **params) -> tuple[in
 
 async def test_tutorials_are_listed_and_copied_without_overwriting(jp_fetch, jp_root_dir) -> None:
     listing = (await _json(jp_fetch, "tutorials"))["tutorials"]
-    assert listing[0]["name"] == "01_getting_started" and listing[0]["number"] == 1
+    # in the index's order: the primer first, then the tutorials, the solutions last
+    assert listing[0]["name"] == "00_primer" and listing[0]["number"] == 0
+    assert {"01_getting_started", "11_solutions"} <= {t["name"] for t in listing}
     assert [t["number"] for t in listing] == sorted(t["number"] for t in listing)
     assert all(t["title"] and t["teaches"] for t in listing)
     (jp_root_dir / "work").mkdir()
