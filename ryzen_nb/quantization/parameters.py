@@ -32,7 +32,8 @@ from ryzen_nb.calibration.runner import CalibrationResult
 from ryzen_nb.errors import ConfigError, ModelError
 from ryzen_nb.formats import ScaleKind
 from ryzen_nb.formats.integer import IntegerFormat
-from ryzen_nb.quantization.plan import QuantPlan, TensorPlan, scaled, with_format
+from ryzen_nb.graph.index import ModelIndex
+from ryzen_nb.quantization.plan import QuantPlan, TensorPlan, scaled, sharing_groups, with_format
 from ryzen_nb.quantization.settings import Settings
 
 __all__ = ["assign_parameters", "check_finite_constants", "INT32_BIAS_LIMIT"]
@@ -49,6 +50,7 @@ def assign_parameters(model: onnx.ModelProto, plan: QuantPlan, calibration: Cali
     """Scales and zero points of every tensor in an integer (or scaled float) format."""
     inits = {t.name: t for t in model.graph.initializer}
     stats = calibration.stats if calibration else {}
+    _release_drowned_concat_outputs(model, plan, stats, settings)
     group_of = {n: tuple(g) for g in plan.groups for n in g}
     done: set[str] = set()
     for name, t in plan.tensors.items():
@@ -96,6 +98,56 @@ def _activation_params(members, stats, t: TensorPlan, fmt, settings: Settings) -
         return replace(widest, rmin=lo, rmax=hi)
     scale, zp = fmt.scale_from_range(lo, hi, symmetric=False)
     return QuantParams(scale, zp, lo, hi, method.name)
+
+
+#: a member of a shared scale whose own range spans fewer codes than this has lost its information
+#: (scores in 0..1 concatenated with box coordinates in 0..320 at 8 bits span under one code; fewer than
+#: 8 codes is 3 bits of the 8 left)
+MIN_SHARED_CODES = 8
+
+
+def _release_drowned_concat_outputs(model: onnx.ModelProto, plan: QuantPlan, stats: dict, settings: Settings) -> None:
+    """A Concat whose inputs' ranges differ so much that the shared scale (the widest, so nothing
+    clamps) leaves one of them a handful of codes would return wrong numbers that look fine by
+    cosine — the boxes dominate it — while every score reads 0. A detection head's output Concat
+    (a graph output) is left in float instead: its inputs keep their own scales, the Concat joins
+    their dequantized values. Elsewhere the Concat is named in a warning with the fix."""
+    index = ModelIndex(model, infer=False)
+    released = []
+    for i in plan.nodes:
+        node = index.nodes[i]
+        out = node.output[0] if node.output else ""
+        if node.op_type != "Concat" or out not in plan.tensors or not scaled(plan.tensors[out].fmt()):
+            continue
+        group = next((g for g in plan.groups if out in g), None)
+        if group is None:
+            continue
+        t = plan.tensors[out]
+        own = {m: _activation_params((m,), stats, t, t.fmt(), settings) for m in group
+               if m in plan.tensors and stats.get(m) is not None and stats[m].count > 0}
+        if len(own) < 2:
+            continue
+        shared = max(float(np.max(p.scale)) for p in own.values())
+        codes = {m: (p.rmax - p.rmin) / shared for m, p in own.items() if p.rmax > p.rmin}
+        drowned = sorted((m for m, c in codes.items() if c < MIN_SHARED_CODES), key=codes.get)
+        if not drowned:
+            continue
+        widest = max(own, key=lambda m: own[m].rmax - own[m].rmin)
+        detail = (f"Concat {node.name or out!r}: one shared scale for its inputs would leave {drowned[0]!r} "
+                  f"(range {own[drowned[0]].rmin:.4g}..{own[drowned[0]].rmax:.4g}) {codes[drowned[0]]:.1f} code(s) "
+                  f"next to {widest!r} (range {own[widest].rmin:.4g}..{own[widest].rmax:.4g})")
+        if out in index.graph_outputs:
+            del plan.tensors[out]
+            released.append(out)
+            plan.notes.append(f"{detail}: the Concat (a graph output) stays float and its inputs keep their own "
+                              "scales")
+        else:
+            message = (f"{detail}: its values will be wrong. Keep it in float (nodes_to_exclude="
+                       f"[{node.name or out!r}]) or use 16-bit activations (A16W8).")
+            log.warning("%s", message)
+            plan.notes.append(message)
+    if released:
+        plan.groups = sharing_groups(index, plan, settings)
 
 
 def check_finite_constants(model: onnx.ModelProto, plan: QuantPlan) -> None:

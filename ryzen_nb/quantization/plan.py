@@ -14,7 +14,7 @@ named steps:
 5. :func:`_defer_past_value_selection` — a fixed-grid float format (bf16, fp16, fp8) is applied
    after Relu, MaxPool and data movement rather than before: the same numbers, fewer quantizers;
 6. :func:`_dual_quantizers` — second quantizers on mixed-precision boundaries (DualQuantNodes);
-7. :func:`_sharing_groups` — activations that must share one integer scale.
+7. :func:`sharing_groups` — activations that must share one integer scale.
 
 Parameters (:mod:`ryzen_nb.quantization.parameters`) and the emitted graph
 (:mod:`ryzen_nb.quantization.emit`) follow from the plan.
@@ -40,7 +40,7 @@ from ryzen_nb.quantization.ops import FUSIBLE_ACTIVATIONS, OPS, OpInfo, op_info,
 from ryzen_nb.quantization.settings import Settings, TensorSettings
 from ryzen_nb.spec.operators import MAC_OPS
 
-__all__ = ["TensorPlan", "QuantPlan", "make_plan", "scaled", "select_nodes", "with_format"]
+__all__ = ["TensorPlan", "QuantPlan", "make_plan", "scaled", "select_nodes", "sharing_groups", "with_format"]
 
 _FLOAT = onnx.TensorProto.FLOAT
 
@@ -112,7 +112,7 @@ def make_plan(model: onnx.ModelProto, settings: Settings, folded_nodes: Mapping[
     if plan.deferred:
         plan.notes.append(f"{len(plan.deferred)} float-format quantizer(s) applied after Relu/MaxPool/data movement "
                           "instead of before: the same numbers with fewer operators")
-    plan.groups = _sharing_groups(index, plan, settings)
+    plan.groups = sharing_groups(index, plan, settings)
     inside = sum(len(g.node) for g in walk_graphs(model.graph)) - len(model.graph.node)
     if inside:
         plan.notes.append(f"{inside} node(s) inside If/Loop/Scan bodies stay float: ryzen-nb quantizes the main "
@@ -407,7 +407,7 @@ def _is_bias_add(node: onnx.NodeProto, index: ModelIndex) -> bool:
     return any(name in index.initializer_names for name in node.input)
 
 
-def _sharing_groups(index: ModelIndex, plan: QuantPlan, settings: Settings) -> list[list[str]]:
+def sharing_groups(index: ModelIndex, plan: QuantPlan, settings: Settings) -> list[list[str]]:
     """Activations that must share one integer scale (union-find over the tensor names)."""
     parent: dict[str, str] = {}
 

@@ -23,6 +23,9 @@ Where things come from
       ryzen-nb, without torch. They need the package index once, then the cache.
     * ``resnet50``, ``distilbert_sst2`` and ``gte`` need the internet once (ONNX model zoo,
       Hugging Face). Offline, the error names the model to use instead.
+    * :mod:`ryzen_nb.zoo.realworld` is another kind of collection: ONNX models exactly as public
+      packages ship them (OCR, detection, faces, captchas, voice activity, file types), with
+      realistic inputs, for testing a quantizer on what users bring (``realworld.list_corpus()``).
 
 Everything fetched or built goes into one cache folder: ``$RYZEN_NB_CACHE`` if set, else the
 user's cache folder (``~/.cache/ryzen-nb`` on Linux). A classroom can fill it once and share it.
@@ -34,6 +37,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ryzen_nb.zoo import realworld
 from ryzen_nb.zoo._fetch import CACHE_ENV, ZooError, cache_dir
 from ryzen_nb.zoo.datasets import DATASETS, Dataset, load_dataset
 from ryzen_nb.zoo.models import MODELS, ZooModel, load_model
@@ -50,6 +54,7 @@ __all__ = [
     "list_models",
     "load_dataset",
     "load_model",
+    "realworld",
 ]
 
 

