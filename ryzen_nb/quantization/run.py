@@ -46,6 +46,7 @@ from ryzen_nb.graph.io import (
 )
 from ryzen_nb.graph.prepare import constants_to_initializers, input_specs, ort_session, prepare
 from ryzen_nb.graph.shapes import restore_dynamic_batch
+from ryzen_nb.metrics import cosine
 from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config, resolve
 from ryzen_nb.quantization.emit import emit, metadata_for
 from ryzen_nb.quantization.parameters import assign_parameters, check_finite_constants
@@ -338,6 +339,32 @@ class QuantizationRun:
         bad = [n for n, b, s in zip(names, batched, single) if not batch_agrees(b, s, 2)]
         return f"output(s) {bad} differ per sample with a batch of 2" if bad else None
 
+    def _collapsed_outputs(self, quantized: onnx.ModelProto, samples: int = 2) -> list[str]:
+        """A last check on the calibration data, never scored as success: an output that collapsed
+        (constant, or far from FP32) is named in a warning with what to try. Wrong numbers look like
+        any others downstream; this is the one place that sees both models on the same inputs."""
+        if self.reader is None:
+            return []
+        feeds = self.samples(samples)
+        names = [o.name for o in self.prepared.model.graph.output]
+        try:
+            reference = [ort_session(self.prepared.model).run(names, f) for f in feeds]
+            result = [ort_session(quantized).run(names, f) for f in feeds]
+        except Exception as exc:  # noqa: BLE001 - the load check has passed; an odd feed only skips the check
+            log.debug("output check skipped: %s", exc)
+            return []
+        warnings = []
+        for k, name in enumerate(names):
+            problem = _collapse_problem(np.concatenate([r[k].ravel() for r in reference]),
+                                        np.concatenate([q[k].ravel() for q in result]))
+            if problem:
+                message = (f"Output {name!r} of the quantized model {problem} on the calibration data: its numbers "
+                           "are wrong. Try per_channel=True, 16-bit activations (A16W8), or keeping the most sensitive "
+                           "layers in float (nodes_to_exclude; AutoMixprecision with AnalysisOnly ranks them).")
+                log.warning("%s", message)
+                warnings.append(message)
+        return warnings
+
     def finish(self, output_path: str | Path | None = None) -> QuantizationSummary:
         settings, plan, calibration = self.settings, self.plan, self.calibration
         metadata = metadata_for(plan, {
@@ -346,6 +373,7 @@ class QuantizationRun:
             "calibration": {"samples": calibration.samples if calibration else 0},
         })
         quantized = _finish(emit(self.prepared.model, plan, settings, metadata))
+        self.notes.extend(self._collapsed_outputs(quantized))
         quantized, batch_note = restore_dynamic_batch(quantized, self.prepared.dynamic_batch, self.source_outputs,
                                                       lambda candidate: self._batch_problem(candidate, quantized))
         if batch_note:
@@ -377,6 +405,21 @@ class QuantizationRun:
         )
         log.info("%r", summary)
         return summary
+
+
+#: a quantized output this far from FP32 on the calibration data (cosine) computes wrong numbers
+COLLAPSE_COSINE = 0.5
+
+
+def _collapse_problem(reference: np.ndarray, quantized: np.ndarray) -> str:
+    """What is wrong with a quantized output, compared with FP32 on the same samples ("" if nothing)."""
+    a, b = np.asarray(reference, np.float64).ravel(), np.asarray(quantized, np.float64).ravel()
+    if a.shape != b.shape or not np.all(np.isfinite(a)):
+        return ""
+    if np.ptp(a) > 0 and np.ptp(b) == 0:
+        return f"is constant ({b[0]:.4g}) where FP32's varies"
+    c = cosine(a, b)
+    return f"has cosine {c:.3f} to FP32" if np.isfinite(c) and c < COLLAPSE_COSINE else ""
 
 
 def _infer(model: onnx.ModelProto) -> onnx.ModelProto:

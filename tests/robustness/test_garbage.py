@@ -111,3 +111,29 @@ def test_compare_scores_nan_outputs_as_nan() -> None:
     row = result.table.loc["broken"]
     for column in ("cosine", "psnr_db", "sqnr_db", "agreement"):
         assert np.isnan(row[column]), column
+
+
+def test_an_output_that_collapses_is_named_in_a_warning(caplog) -> None:
+    """A tiny signal riding on a large offset: 8-bit activations cannot hold it, the quantized output
+    is constant where FP32's varies. The run says so instead of returning the model as a success."""
+    from onnx import TensorProto
+
+    from ryzen_nb.graph.builder import make_model
+
+    nodes = [helper.make_node("Mul", ["x", "small"], ["a"]), helper.make_node("Add", ["a", "offset"], ["b"]),
+             helper.make_node("Sub", ["b", "offset"], ["y"])]
+    inits = [numpy_helper.from_array(np.array(0.1, np.float32), "small"),
+             numpy_helper.from_array(np.array(1000.0, np.float32), "offset")]
+    graph = helper.make_graph(nodes, "collapse", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])], inits)
+    model = make_model(graph, opset=17)
+    onnx.checker.check_model(model)
+    data = np.random.default_rng(0).standard_normal((8, 1, 8)).astype(np.float32)
+    with caplog.at_level("WARNING"):
+        summary = quantize(model, None, "A8W8", list(data), progress=False)
+    notes = [n for n in summary.notes if "Output 'y'" in n]
+    assert notes and "wrong" in notes[0] and "A16W8" in notes[0]
+    assert any("Output 'y'" in r.getMessage() for r in caplog.records)
+    # 16-bit activations hold it: no warning
+    assert not [n for n in quantize(model, None, "A16W8", list(data), progress=False).notes
+                if "Output 'y'" in n]
