@@ -1,33 +1,38 @@
 """Quantization benchmark: ryzen-nb vs onnxruntime's ``quantize_static`` vs AMD Quark, per preset.
 
-For each model (a seeded ResNet18-style CNN and a 4-layer BERT-style encoder, built here) and each
-preset, every tool quantizes the same FP32 model with the same calibration samples, each run in a
-fresh subprocess. Per run:
+The models are those of :mod:`benchmarks.models`: by default the sizes users run (a ResNet50 at
+224x224, a BERT-base-class encoder at 128 tokens, EfficientNet-Lite0 and MiniLM from the zoo, and two
+real-world ONNX models shipped in PyPI wheels: NudeNet's YOLOv8n and RapidOCR's PP-OCRv4 detector);
+``--quick`` runs the tiny CNN and encoder of the earlier benchmark. For each model and preset, every
+tool quantizes the same FP32 model with the same calibration samples, each run in a fresh subprocess.
+Per run:
 
 * ``quant_s``   wall time of load + preparation + calibration + quantization + save (the tool's
                 import and the interpreter start are excluded; the import is ``import_s``); the
-                fastest of ``--repeat`` runs (default 3), each in a fresh process
+                fastest of ``--repeat`` runs (default 1), each in a fresh process
 * ``rss_mb``    peak RSS of that subprocess (VmHWM; includes the interpreter and the tool's
                 imports; not ``ru_maxrss``, which on Linux inherits the parent's size across exec)
 * ``size_kb``   output model file size (plus external data, if any)
 * ``cosine``    mean cosine similarity to the FP32 output on held-out samples (never the
                 calibration ones); ``top1``: share of held-out samples whose arg-max agrees with
-                FP32's (for the encoder: the arg-max of the pooled embedding, a strict proxy)
-* ``latency_ms``, ``speed``  median latency in plain onnxruntime (CPU) and FP32 latency / latency
-                (1.0 = as fast as FP32; higher is faster). Timed in alternating rounds with the
-                FP32 model (warm-up, then the median over runs, per round); the fastest round's
-                median counts, since other load on the machine only ever adds time.
+                FP32's (for the encoders: the arg-max of the pooled embedding, a strict proxy)
+* ``latency_ms``, ``speed``  median latency in plain onnxruntime (CPU, default session options: the
+                fused integer kernels a deployment runs) and FP32 latency / latency (1.0 = as fast as
+                FP32; higher is faster). Timed in alternating rounds with the FP32 model (warm-up, then
+                the median over runs, per round); the fastest round's median counts, since other load
+                on the machine only ever adds time. ``vs_ort``: ``speed`` / the speed of onnxruntime's
+                own QDQ model of the same network (its S8S8 model for XINT8 and A8W8, which it
+                quantizes once and reuses).
 
-onnxruntime runs only where it has the preset (A8W8: QDQ int8/int8 symmetric MinMax per tensor;
-A16W8: int16 activations), after its documented ``quant_pre_process``. AMD Quark runs only when an
-interpreter where ``amd-quark`` imports is named (``--quark-python`` or ``RYZEN_NB_QUARK_PYTHON``);
-it is never a dependency of ryzen-nb. Quark's output models that use its custom operators are run
-with its custom-op library (``quark.onnx.get_library_path``) registered.
+onnxruntime runs only where it has the preset (A8W8 and, as the speed reference, XINT8: QDQ int8/int8
+symmetric MinMax per tensor; A16W8: int16 activations), after its documented ``quant_pre_process``.
+AMD Quark runs only when an interpreter where ``amd-quark`` imports is named (``--quark-python`` or
+``RYZEN_NB_QUARK_PYTHON``); it is never a dependency of ryzen-nb. Quark's output models that use its
+custom operators are run with its custom-op library (``quark.onnx.get_library_path``) registered.
 
-    python -m benchmarks.quantize [--samples 100] [--holdout 50] [--presets XINT8,BF16]
+    python -m benchmarks.quantize [--models resnet50,bert_base] [--presets XINT8,BF16] [--samples 16]
                                   [--quark-python /path/to/venv-quark/bin/python] [--csv F] [--json F]
-    # speed at full size (few samples: the latencies are what counts there)
-    python -m benchmarks.quantize --models resnet224,bert768 --samples 8 --holdout 4
+    python -m benchmarks.quantize --quick      # the tiny models, three presets, short timing
 """
 
 from __future__ import annotations
@@ -46,29 +51,22 @@ from pathlib import Path
 
 PRESETS = ["XINT8", "A8W8", "A16W8", "BF16", "BFP16", "MX6", "MX9", "MXINT8", "MXFP8E4M3", "MXFP4E2M1"]
 QUICK_PRESETS = ["A8W8", "BF16", "BFP16"]
-MODELS = ["resnet", "bert"]
-#: every model the benchmark can build: the two defaults, small enough to quantize with every tool in
-#: minutes, and full-size twins (ResNet18 at 224x224, a 4-layer BERT-base encoder at 128 tokens) whose
-#: latencies show the speed users see on real models, where per-operator overhead matters less
-MODEL_BUILDERS = {
-    "resnet": ("resnet_cnn(seed=0) 1x3x32x32", "input", dict()),
-    "bert": ("bert_encoder(seed=0) 4 layers", "input_ids", dict()),
-    "resnet224": ("resnet_cnn(seed=0, width=64, image_size=224) ResNet18 1x3x224x224", "input",
-                  dict(width=64, image_size=224, stem_stride=2, num_classes=1000)),
-    "bert768": ("bert_encoder(seed=0, hidden=768, heads=12, seq_len=128) 4 layers", "input_ids",
-                dict(hidden=768, heads=12, seq_len=128)),
-}
 TOOLS = ["ryzen-nb", "onnxruntime", "quark"]
 BLOCK_PRESETS = {"BFP16", "MX4", "MX6", "MX9", "MXINT8", "MXFP8E4M3", "MXFP8E5M2", "MXFP6E3M2", "MXFP6E2M3",
                  "MXFP4E2M1"}
 STANDARD_DOMAINS = {"", "ai.onnx", "ai.onnx.ml", "ai.onnx.preview.training", "com.microsoft"}
 
 # onnxruntime.quantization.quantize_static settings closest to each preset (names resolved in the worker)
+# (XINT8: onnxruntime has no power-of-two scales; its S8S8 model of the same network is the speed reference)
 ORT_EQUIVALENT = {
+    "XINT8": {"activation_type": "QInt8", "weight_type": "QInt8"},
     "A8W8": {"activation_type": "QInt8", "weight_type": "QInt8"},
     "A16W8": {"activation_type": "QInt16", "weight_type": "QInt8"},
 }
-ORT_NA_REASON = {"XINT8": "n/a (no power-of-two scales)"}
+#: speed goals in plain onnxruntime, FP32 latency / latency (issue 20); integer presets: at least
+#: onnxruntime's own QDQ model of the same network (vs_ort >= 1)
+SPEED_GOAL = {"BF16": 0.95, "BFP16": 0.7, **{p: 0.5 for p in BLOCK_PRESETS if p.startswith("MX")}}
+INTEGER_PRESETS = {"XINT8", "A8W8", "A16W8"}
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -280,31 +278,21 @@ def quark_probe(python: str | None) -> tuple[str | None, str]:
 
 
 def build_models(workdir: Path, samples: int, holdout: int, models: list[str]) -> dict:
-    """Each model saved to ``workdir``, with calibration samples (an .npz) and held-out feeds."""
+    """Each model (:mod:`benchmarks.models`) saved to ``workdir``, with its calibration samples (an
+    .npz, one array per input) and held-out feeds."""
     import numpy as np
     import onnx
 
-    from ryzen_nb.testing import bert_encoder, random_images, random_tokens, resnet_cnn
+    from benchmarks import models as catalogue
 
     out = {}
     for name in models:
-        if name not in MODEL_BUILDERS:
-            raise SystemExit(f"unknown model {name!r}; choose from {', '.join(MODEL_BUILDERS)}")
-        label, input_name, kwargs = MODEL_BUILDERS[name]
-        if name.startswith("resnet"):
-            model = resnet_cnn(seed=0, **kwargs)
-            size = kwargs.get("image_size", 32)
-            calib, held = random_images(samples, size=size, seed=1), random_images(holdout, size=size, seed=2)
-        else:
-            model = bert_encoder(seed=0, **kwargs)
-            tokens = kwargs.get("seq_len", 32)
-            calib, held = random_tokens(samples, seq_len=tokens, seed=1), random_tokens(holdout, seq_len=tokens, seed=2)
-        calib, held = calib[:, None], held[:, None]  # one batch-1 sample per run
+        model, calib, held = catalogue.build(name, samples, holdout)
         path = workdir / f"{name}_fp32.onnx"
         onnx.save(model, str(path))
         npz = workdir / f"{name}_calibration.npz"
-        np.savez(npz, **{input_name: calib})
-        out[name] = {"path": path, "calibration": npz, "holdout": [{input_name: x} for x in held], "label": label}
+        np.savez(npz, **catalogue.feeds_to_arrays(calib))
+        out[name] = {"path": path, "calibration": npz, "holdout": held, "label": catalogue.LABELS[name]}
     return out
 
 
@@ -338,7 +326,7 @@ def custom_domains(model) -> list[str]:
 
 
 def evaluate(path: Path, fp32, holdout: list, reference: list, threads: int, rounds: int, custom: dict | None,
-             quick: bool) -> dict:
+             quick: bool, repeats: int = 20) -> dict:
     """Fidelity on held-out feeds and latency relative to FP32 (alternating rounds)."""
     import numpy as np
     import onnx
@@ -359,7 +347,7 @@ def evaluate(path: Path, fp32, holdout: list, reference: list, threads: int, rou
         cos.append(float(y @ r / (np.linalg.norm(y) * np.linalg.norm(r) + 1e-30)))
         agree.append(int(np.argmax(y)) == int(np.argmax(r)))
     feed = holdout[0]
-    kw = {"warmup": 1, "repeats": 3, "min_seconds": 0.02} if quick else {}
+    kw = {"warmup": 1, "repeats": 3, "min_seconds": 0.02} if quick else {"repeats": repeats, "warmup": 2}
     fp32_ms, q_ms = [], []
     for _ in range(rounds):
         fp32_ms.append(time_call(lambda: fp32.run(None, feed), **kw)["median_ms"])
@@ -371,10 +359,17 @@ def evaluate(path: Path, fp32, holdout: list, reference: list, threads: int, rou
             "latency_rounds_ms": [round(v, 4) for v in q_ms], "fp32_rounds_ms": [round(v, 4) for v in fp32_ms]}
 
 
-def goals(table, quark_status: str) -> list[str]:
-    """The issue's goals, computed from the measured rows."""
+def _verdict(value: float, goal: float | None, higher_is_better: bool = True) -> str:
+    """met / NOT met against a goal; a row without a goal (or without a measurement) is neither."""
     import math
 
+    if goal is None or value is None or (isinstance(value, float) and math.isnan(value)):
+        return "no goal" if goal is None else "not measured"
+    return "met" if (value >= goal if higher_is_better else value <= goal) else "NOT met"
+
+
+def goals(table, quark_status: str) -> list[str]:
+    """The issue's goals, computed from the measured rows; a row a goal does not cover says so."""
     lines = []
     get = {(r.model, r.preset, r.tool): r for r in table.itertuples()}
 
@@ -382,12 +377,27 @@ def goals(table, quark_status: str) -> list[str]:
         r = get.get((model, preset, tool))
         return r if r is not None and r.status == "ok" else None
 
-    def verdict(cond):
-        return "met" if cond else "NOT met"
-
     models = list(dict.fromkeys(table["model"]))
     presets = list(dict.fromkeys(table["preset"]))
-    lines.append("1. quantize time: ryzen-nb quant_s / Quark quant_s <= 0.5 for every preset "
+    lines.append("1. speed in plain onnxruntime (FP32 latency / latency, alternating rounds): integer presets at "
+                 "least onnxruntime.quantization's QDQ model of the same network (vs_ort >= 1); BF16 >= 0.95, "
+                 "BFP16 >= 0.7, MX >= 0.5 (Quark's speed beside, when measured)")
+    for m in models:
+        for p in presets:
+            ours, theirs, ort_ = ok(m, p, "ryzen-nb"), ok(m, p, "quark"), ok(m, p, "onnxruntime")
+            if ours is None:
+                lines.append(f"   {m:18s} {p:10s} not measured (ryzen-nb failed)")
+                continue
+            quark = f"Quark {theirs.speed:.3f}x" if theirs is not None else "Quark not measured"
+            if p in INTEGER_PRESETS:
+                vs = ours.speed / ort_.speed if ort_ is not None else float("nan")
+                lines.append(f"   {m:18s} {p:10s} {ours.speed:.3f}x FP32, {vs:.2f}x onnxruntime's "
+                             f"(goal >= 1)  {_verdict(vs, 1.0 if ort_ is not None else None)}   {quark}")
+            else:
+                goal = SPEED_GOAL.get(p)
+                lines.append(f"   {m:18s} {p:10s} {ours.speed:.3f}x FP32 (goal >= {goal})  {_verdict(ours.speed, goal)}"
+                             f"   {quark}")
+    lines.append("2. quantize time: ryzen-nb quant_s / Quark quant_s <= 0.5 for every preset "
                  "(in brackets: including each tool's import)")
     for m in models:
         for p in presets:
@@ -395,55 +405,46 @@ def goals(table, quark_status: str) -> list[str]:
             if ours is None or theirs is None:
                 why = ("ryzen-nb failed" if ours is None else
                        f"Quark {quark_status}" if quark_status != "ok" else "Quark failed")
-                lines.append(f"   {m:6s} {p:10s} not measured ({why})")
+                lines.append(f"   {m:18s} {p:10s} not measured ({why})")
                 continue
             ratio = ours.quant_s / theirs.quant_s
             with_import = (ours.quant_s + ours.import_s) / (theirs.quant_s + theirs.import_s)
-            lines.append(f"   {m:6s} {p:10s} {ours.quant_s:7.2f} s / {theirs.quant_s:7.2f} s = {ratio:5.2f} "
-                         f"[{with_import:4.2f}]  {verdict(ratio <= 0.5)}")
-    lines.append("2. fidelity: ryzen-nb >= Quark (cosine difference >= -1e-4 and top-1 difference >= 0)")
+            lines.append(f"   {m:18s} {p:10s} {ours.quant_s:7.2f} s / {theirs.quant_s:7.2f} s = {ratio:5.2f} "
+                         f"[{with_import:4.2f}]  {_verdict(ratio, 0.5, higher_is_better=False)}")
+    lines.append("3. fidelity: ryzen-nb >= Quark (cosine difference >= -1e-4 and top-1 difference >= 0)")
     for m in models:
         for p in presets:
             ours, theirs = ok(m, p, "ryzen-nb"), ok(m, p, "quark")
             if ours is None or theirs is None:
-                lines.append(f"   {m:6s} {p:10s} not measured")
+                lines.append(f"   {m:18s} {p:10s} not measured")
                 continue
             dc, dt = ours.cosine - theirs.cosine, ours.top1 - theirs.top1
-            lines.append(f"   {m:6s} {p:10s} cosine {ours.cosine:.5f} - {theirs.cosine:.5f} = {dc:+.5f}, "
-                         f"top-1 {ours.top1:.2f} - {theirs.top1:.2f} = {dt:+.2f}  {verdict(dc >= -1e-4 and dt >= 0)}")
-    lines.append("3. speed in plain onnxruntime, FP32 latency / latency: ryzen-nb BF16 >= 0.8, BFP16/MX >= 0.3 "
-                 "(Quark's for comparison)")
-    for m in models:
-        for p in presets:
-            if p != "BF16" and p not in BLOCK_PRESETS:
-                continue
-            goal = 0.8 if p == "BF16" else 0.3
-            ours, theirs = ok(m, p, "ryzen-nb"), ok(m, p, "quark")
-            if ours is None:
-                lines.append(f"   {m:6s} {p:10s} not measured (ryzen-nb failed)")
-                continue
-            q = f"{theirs.speed:.3f}x" if theirs is not None and not math.isnan(theirs.speed) else "not measured"
-            lines.append(f"   {m:6s} {p:10s} {ours.speed:.3f}x (goal >= {goal}x)  {verdict(ours.speed >= goal)}"
-                         f"   Quark: {q}")
+            lines.append(f"   {m:18s} {p:10s} cosine {ours.cosine:.5f} - {theirs.cosine:.5f} = {dc:+.5f}, "
+                         f"top-1 {ours.top1:.2f} - {theirs.top1:.2f} = {dt:+.2f}  "
+                         f"{'met' if dc >= -1e-4 and dt >= 0 else 'NOT met'}")
     return lines
 
 
 def main(argv: list[str] | None = None):
+    from benchmarks import models as catalogue
+
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--samples", type=int, default=100, help="calibration samples (default 100)")
-    parser.add_argument("--holdout", type=int, default=50, help="held-out samples for fidelity (default 50)")
+    parser.add_argument("--samples", type=int, default=16, help="calibration samples (default 16; 100 with --quick)")
+    parser.add_argument("--holdout", type=int, default=8, help="held-out samples for fidelity (default 8; 50 with --quick)")
     parser.add_argument("--presets", help=f"comma-separated presets (default: {','.join(PRESETS)})")
-    parser.add_argument("--models", default=",".join(MODELS),
-                        help=f"comma-separated, from {','.join(MODEL_BUILDERS)} (default: {','.join(MODELS)})")
+    parser.add_argument("--models", help=f"comma-separated, from {','.join(catalogue.ALL)} (default: "
+                                          f"{','.join(catalogue.DEFAULT)}; with --quick {','.join(catalogue.QUICK)})")
     parser.add_argument("--tools", default=",".join(TOOLS), help="comma-separated: ryzen-nb,onnxruntime,quark")
-    parser.add_argument("--quick", action="store_true", help=f"smoke-test mode: presets {QUICK_PRESETS}, short timing")
+    parser.add_argument("--quick", action="store_true",
+                        help=f"the tiny models, presets {QUICK_PRESETS}, one short timing round")
     parser.add_argument("--quark-python", default=os.environ.get("RYZEN_NB_QUARK_PYTHON"),
                         help="interpreter where amd-quark is importable (env RYZEN_NB_QUARK_PYTHON)")
     parser.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads (0 = default)")
     parser.add_argument("--rounds", type=int, default=5, help="alternating FP32/quantized timing rounds (default 5)")
-    parser.add_argument("--repeat", type=int, default=3,
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs per model per round (default 20)")
+    parser.add_argument("--repeat", type=int, default=1,
                         help="quantization runs per tool and preset, each in a fresh process; the fastest counts "
-                             "(default 3; 1 with --quick)")
+                             "(default 1)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds allowed per quantization run")
     parser.add_argument("--keep", help="keep the models, logs and results in this folder")
     parser.add_argument("--csv", help="also write the results to this CSV file")
@@ -456,7 +457,11 @@ def main(argv: list[str] | None = None):
 
     presets = [p.strip().upper() for p in args.presets.split(",")] if args.presets else (
         QUICK_PRESETS if args.quick else PRESETS)
-    models = [m.strip() for m in args.models.split(",") if m.strip()]
+    models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else (
+        catalogue.QUICK if args.quick else catalogue.DEFAULT)
+    if args.quick:
+        args.samples = 100 if args.samples == 16 else args.samples
+        args.holdout = 50 if args.holdout == 8 else args.holdout
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     rounds = 1 if args.quick else args.rounds
     repeat = 1 if args.quick else args.repeat
@@ -467,6 +472,7 @@ def main(argv: list[str] | None = None):
     load_before = os.getloadavg()[0]
     started = time.perf_counter()
     rows = []
+    ort_done: dict = {}
     try:
         data = build_models(workdir, args.samples, args.holdout, models)
         for m, info in data.items():
@@ -480,7 +486,11 @@ def main(argv: list[str] | None = None):
                 for tool in tools:
                     row = {"model": m, "preset": p, "tool": tool}
                     if tool == "onnxruntime" and p not in ORT_EQUIVALENT:
-                        rows.append({**row, "status": ORT_NA_REASON.get(p, "n/a")})
+                        rows.append({**row, "status": "n/a"})
+                        continue
+                    key = (m, json.dumps(ORT_EQUIVALENT.get(p), sort_keys=True))
+                    if tool == "onnxruntime" and key in ort_done:  # the same S8S8 model: quantized once
+                        rows.append({**ort_done[key], "preset": p})
                         continue
                     if tool == "quark" and quark_status != "ok":
                         rows.append({**row, "status": quark_status})
@@ -498,7 +508,7 @@ def main(argv: list[str] | None = None):
                         custom = res if res.get("custom_op_library") else None
                         try:
                             row.update(evaluate(out, fp32, info["holdout"], reference, args.threads, rounds, custom,
-                                                args.quick))
+                                                args.quick, args.repeats))
                         except Exception as exc:  # noqa: BLE001 - e.g. a model onnxruntime cannot load
                             row.update({"status": "eval error", "error": f"{type(exc).__name__}: {exc}"[:300]})
                         print(f"{row.get('quant_s', float('nan')):.2f} s, cosine {row.get('cosine', float('nan')):.5f}, "
@@ -506,6 +516,8 @@ def main(argv: list[str] | None = None):
                     else:
                         print(f"FAILED: {res.get('error')}", file=sys.stderr)
                     rows.append(row)
+                    if tool == "onnxruntime" and row.get("status") == "ok":
+                        ort_done[key] = row
     finally:
         failed_runs = any(r.get("status") in ("error", "eval error") for r in rows)
         if not args.keep and not failed_runs:
@@ -520,6 +532,9 @@ def main(argv: list[str] | None = None):
         if col not in table:
             table[col] = np.nan
     table[numeric] = table[numeric].astype(float)
+    ort_speed = {(r.model, r.preset): r.speed for r in table.itertuples() if r.tool == "onnxruntime"}
+    table["vs_ort"] = [r.speed / ort_speed[(r.model, r.preset)] if (r.model, r.preset) in ort_speed else np.nan
+                       for r in table.itertuples()]
 
     pd.set_option("display.width", 250)
     pd.set_option("display.max_columns", 30)
@@ -532,7 +547,8 @@ def main(argv: list[str] | None = None):
     print(f"{time.perf_counter() - started:.0f} s; 1-minute load average {load_before:.2f} before, "
           f"{os.getloadavg()[0]:.2f} after, on {os.cpu_count()} CPUs (other work on the machine skews the "
           "latencies; speed is measured in alternating rounds against FP32 to limit that)")
-    shown = ["status", "quant_s", "import_s", "rss_mb", "size_kb", "cosine", "top1", "latency_ms", "speed", "custom_ops"]
+    shown = ["status", "quant_s", "import_s", "rss_mb", "size_kb", "cosine", "top1", "latency_ms", "speed", "vs_ort",
+             "custom_ops"]
     for m in models:
         part = table[table.model == m].set_index(["preset", "tool"])[shown]
         fp32_ms = table.loc[table.model == m, "fp32_ms"].median()

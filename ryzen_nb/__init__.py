@@ -50,6 +50,7 @@ __all__ = [
     "presets",
     "quantize",
     "quark",
+    "sweep",
     "ui",
     "zoo",
 ]
@@ -58,7 +59,8 @@ __all__ = [
 #: its plotly report, the widgets with ipywidgets, the zoo and the Quark surface are not needed to quantize)
 _LAZY = {"compare": ("ryzen_nb.evaluation", "compare"), "npu": ("ryzen_nb.npu", None),
          "ui": ("ryzen_nb.ui", None), "zoo": ("ryzen_nb.zoo", None), "quark": ("ryzen_nb.quark", None),
-         "evaluation": ("ryzen_nb.evaluation", None), "algorithms": ("ryzen_nb.algorithms", None)}
+         "evaluation": ("ryzen_nb.evaluation", None), "algorithms": ("ryzen_nb.algorithms", None),
+         "sweep": ("ryzen_nb.sweeps", "sweep")}
 #: Quark's names, which live in ryzen_nb.quark: a clear error instead of a bare AttributeError
 _MOVED_TO_QUARK = {"ModelQuantizer", "QConfig", "QLayerConfig", "QuantType", "ExtendedQuantType", "VitisQuantType",
                    "QuantFormat", "ExtendedQuantFormat", "VitisQuantFormat", "CalibrationMethod", "PowerOfTwoMethod",

@@ -30,6 +30,7 @@ import numpy as np
 
 from ryzen_nb.algorithms._rig import LayerRig, Target
 from ryzen_nb.errors import ConfigError
+from ryzen_nb.executor import limit_threads
 from ryzen_nb.quantization.options import FineTuneOptions
 from ryzen_nb.quantization.run import QuantizationRun
 
@@ -95,7 +96,19 @@ def _reconstruction(y: np.ndarray, target: np.ndarray, axis: int) -> tuple[float
 
 
 def fast_finetune(run: QuantizationRun, options: FineTuneOptions) -> FineTuneReport:
-    """Run AdaRound or AdaQuant on ``run``."""
+    """Run AdaRound or AdaQuant on ``run``.
+
+    One thread for BLAS and for the onnxruntime sessions that collect each layer's data: the two
+    alternate, layer after layer, and each pool busy-waits after its work. On cores other processes
+    share (a Jupyter kernel, a second job) OpenBLAS's spinning threads took a CNN's AdaRound from
+    11 s to 40 s, and to 700 s on a machine loaded seven times over (108 s with one thread); the
+    matrices of one layer's batch are too small for a second thread to gain much on a quiet machine.
+    """
+    with limit_threads(1):
+        return _fast_finetune(run, options)
+
+
+def _fast_finetune(run: QuantizationRun, options: FineTuneOptions) -> FineTuneReport:
     import pandas as pd
     from tqdm.auto import tqdm
 

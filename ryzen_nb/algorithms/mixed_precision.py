@@ -21,7 +21,9 @@ differ (the NPU then needs no conversion inside either layer).
 
 from __future__ import annotations
 
+import copy
 import logging
+import pickle
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +32,7 @@ import numpy as np
 
 from ryzen_nb import formats as formats_
 from ryzen_nb.errors import ConfigError, closest_first
+from ryzen_nb.executor import Executor, SerialExecutor, get_executor
 from ryzen_nb.graph.prepare import ort_session
 from ryzen_nb.metrics import cosine, l2, sqnr
 from ryzen_nb.quantization.options import MixedPrecisionOptions
@@ -63,6 +66,8 @@ class MixedPrecisionReport:
     final: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
     seconds: float = 0.0
+    #: of which the per-unit sensitivity analysis (the part the executor spreads over workers)
+    sensitivity_seconds: float = 0.0
 
     @property
     def switched(self) -> int:
@@ -163,6 +168,7 @@ def apply_mixed_precision(run: QuantizationRun, o: MixedPrecisionOptions) -> Mix
     rows = [{"unit": k, "layers": ", ".join(u.layers), "ops": ", ".join(sorted(set(u.ops)))} for k, u in enumerate(units)]
     automatic = not o.direct and (o.l2_target is not None or o.top1_target is not None or o.num_target or o.analysis_only)
     interrupted = False
+    sensitivity_seconds = 0.0
     metrics: dict[str, dict[str, float]] = {}
     if not automatic:
         if not o.direct:
@@ -175,16 +181,20 @@ def apply_mixed_precision(run: QuantizationRun, o: MixedPrecisionOptions) -> Mix
         metrics["baseline"] = evaluator(extra)
         chosen = list(forced)
         try:
+            # every unit switched, first: it also calibrates whatever the switched formats need, so the
+            # single-unit evaluations (possibly in other processes, without the data reader) find it all
+            f, d = layout.assignment(sorted(set(candidates) | set(forced)))
+            metrics["all"] = evaluator({**extra, **f}, d)
+            analysis_start = time.perf_counter()
             _measure_sensitivity(run, layout, [k for k in candidates if k not in forced], rows, evaluator, extra)
+            sensitivity_seconds = time.perf_counter() - analysis_start
             if not o.analysis_only:
                 metrics["final"] = _greedy(run, layout, [k for k in candidates if k not in forced], rows, chosen,
                                            evaluator, extra, o)
         except KeyboardInterrupt:
             interrupted = True
+            metrics.pop("all", None)
             log.warning("mixed-precision search interrupted: keeping the %d unit(s) switched so far", len(chosen))
-        if not interrupted:
-            f, d = layout.assignment(sorted(set(candidates) | set(forced)))
-            metrics["all"] = evaluator({**extra, **f}, d)
         if not metrics.get("final"):
             f, d = layout.assignment(chosen)
             metrics["final"] = evaluator({**extra, **f}, d)
@@ -198,7 +208,7 @@ def apply_mixed_precision(run: QuantizationRun, o: MixedPrecisionOptions) -> Mix
     run.settings.dual_formats = dict(dual)
     report = MixedPrecisionReport(mode, pd.DataFrame(rows), formats, dual, metrics.get("baseline", {}),
                                   metrics.get("all", {}), metrics.get("final", {}), interrupted,
-                                  time.perf_counter() - start)
+                                  time.perf_counter() - start, sensitivity_seconds)
     run.notes.append(f"mixed precision ({mode}): {len(chosen)} of {len(units)} layer unit(s) switched to "
                      f"{o.act_format or '-'} activations / {o.weight_format or '-'} weights")
     return report
@@ -225,12 +235,61 @@ def _candidates(units: list[Unit], o: MixedPrecisionOptions) -> list[int]:
 
 def _measure_sensitivity(run: QuantizationRun, layout: _Layout, candidates: list[int], rows: list[dict], evaluator: _Evaluator,
                          extra: dict[str, str]) -> None:
-    """Each candidate switched alone: its metrics go into its row as ``sensitivity_<metric>``."""
-    from tqdm.auto import tqdm
+    """Each candidate switched alone: its metrics go into its row as ``sensitivity_<metric>``. The
+    candidates are independent, so they run on the executor of the options (``Executor`` in
+    AutoMixprecision: this process by default, local processes or a dask cluster)."""
+    executor = get_executor(layout.o.executor)
+    context: Any = (evaluator, layout, extra)
+    if not isinstance(executor, SerialExecutor):
+        context = _shippable(evaluator, layout, extra, executor)
+        if context is None:
+            executor = SerialExecutor()
+            context = (evaluator, layout, extra)
+    try:
+        results = executor.imap(_sensitivity_of, candidates, context=context, desc="sensitivity",
+                                progress=run.progress)
+        for k, result in zip(candidates, results):
+            rows[k].update({f"sensitivity_{m}": v for m, v in result.items()})
+    finally:
+        if executor is not layout.o.executor:
+            executor.close()  # a client it made from an address; what the caller passed stays open
 
-    for k in tqdm(candidates, desc="sensitivity", unit="layer", disable=not run.progress, leave=False):
-        f, d = layout.assignment([k])
-        rows[k].update({f"sensitivity_{m}": v for m, v in evaluator({**extra, **f}, d).items()})
+
+def _sensitivity_of(context: tuple, k: int) -> dict[str, float]:
+    """The metrics with unit ``k`` alone switched (a module-level function: worker processes import it)."""
+    evaluator, layout, extra = context
+    f, d = layout.assignment([k])
+    return evaluator({**extra, **f}, d)
+
+
+def _shippable(evaluator: _Evaluator, layout: _Layout, extra: dict[str, str], executor: Executor) -> tuple | None:
+    """The context for other processes: the run without its data reader (the samples and reference
+    outputs travel with the evaluator; calibration is complete), or None when something in it cannot
+    be pickled (a lambda as EvaluateFunction): the analysis then runs here, and says so."""
+    # the executor itself (a dask Client holds sockets) stays here: workers never start analyses
+    o = layout.o.replace(executor=None)
+    light = copy.copy(evaluator)
+    light.o = o
+    light.run = copy.copy(evaluator.run)
+    light.run.reader = None
+    light.run.config = None  # the user's config: its AutoMixprecision dict holds the executor too
+    light.run.settings = copy.copy(evaluator.run.settings)
+    if getattr(light.run.settings, "mixed_precision", None) is not None:
+        light.run.settings.mixed_precision = light.run.settings.mixed_precision.replace(executor=None)
+    shipped_layout = copy.copy(layout)
+    shipped_layout.o = o
+    context = (light, shipped_layout, extra)
+    try:
+        if getattr(o.evaluate_function, "__module__", None) == "__main__" and type(executor).__name__ != "DaskExecutor":
+            raise pickle.PicklingError("EvaluateFunction is defined in the __main__ script, which workers do not run")
+        pickle.dumps(context)
+    except Exception as exc:  # noqa: BLE001 - any pickling failure means: run here
+        if type(executor).__name__ == "DaskExecutor":
+            return context  # dask pickles with cloudpickle, which takes lambdas and closures
+        log.warning("sensitivity analysis runs in this process: its context cannot be sent to worker processes "
+                    "(%s: %s); a module-level EvaluateFunction can", type(exc).__name__, exc)
+        return None
+    return context
 
 
 def _greedy(run: QuantizationRun, layout: _Layout, candidates: list[int], rows: list[dict], chosen: list[int],

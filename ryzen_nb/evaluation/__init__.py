@@ -3,6 +3,7 @@
 from ryzen_nb import metrics
 from ryzen_nb.evaluation.compare import Comparison, compare
 from ryzen_nb.evaluation.folders import FolderComparison, evaluate_folders
+from ryzen_nb.evaluation.pareto import pareto_figure, pareto_front
 from ryzen_nb.metrics import (
     FIDELITY_METRICS,
     agreement,
@@ -24,6 +25,8 @@ __all__ = [
     "FIDELITY_METRICS",
     "FolderComparison",
     "evaluate_folders",
+    "pareto_figure",
+    "pareto_front",
     "ssim",
     "agreement",
     "cosine",

@@ -21,6 +21,7 @@ import onnxruntime as ort
 from onnx import helper, numpy_helper, shape_inference, version_converter
 
 from ryzen_nb.errors import ModelError
+from ryzen_nb.executor import ort_threads
 from ryzen_nb.graph.builder import IR_VERSION, OPSET
 from ryzen_nb.graph.checks import (
     check_not_quantized,
@@ -92,6 +93,8 @@ def ort_session(model: onnx.ModelProto, *, fused_qdq: bool = False, **options: A
     so.log_severity_level = 3
     if not fused_qdq:
         so.add_session_config_entry("session.disable_quant_qdq", "1")
+    if ort_threads():  # a worker of ryzen_nb.executor: its share of the cores, not all of them
+        so.intra_op_num_threads = ort_threads()
     for key, value in options.items():
         setattr(so, key, value)
     if not too_large_to_serialize(model):

@@ -507,6 +507,7 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
             "legacy": bool(_opt(extra, "LegacyNonOverflow")),
         },
         calibration_limit=_opt(extra, "CalibDataSize"),
+        ort_fusable_folds=bool(_opt(extra, "ORTFusableQDQ")),
         float_lowering="cast" if _opt(extra, "BF16QDQToCast") else "function",
         float_weight_storage=("float" if _opt(extra, "EnableVaimlBF16") else
                               "native" if _opt(extra, "BF16QDQToCast") else "qdq"),

@@ -100,6 +100,13 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
             if all(c in qnodes for c in consumers.get(name, [])) and name not in graph_outputs:
                 drop_inits.add(name)
 
+    for name, act in _ort_fusable_folds(graph, plan, settings, consumers, producers).items():
+        start = len(b.nodes)
+        fmt = act.fmt()
+        y = _lower(b, fmt, name, shapes.get(name), ranks.get(name, 4), lowering_args(act, fmt), settings)
+        inserted_after[producers[name]].extend(b.nodes[start:])
+        rename_input[(consumers[name][0], name)] = y
+
     nodes: list[onnx.NodeProto] = list(head)
     for i, node in enumerate(graph.node):
         n = onnx.NodeProto()
@@ -129,6 +136,37 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
     del out.metadata_props[:]
     for key, value in {**{p.key: p.value for p in model.metadata_props}, **metadata}.items():
         out.metadata_props.append(onnx.StringStringEntryProto(key=key, value=value))
+    return out
+
+
+def _ort_fusable_folds(graph: onnx.GraphProto, plan: QuantPlan, settings: Settings, consumers: dict[str, list[int]],
+                      producers: dict[str, int]) -> dict[str, TensorPlan]:
+    """Folded MAC outputs (Conv/Gemm/MatMul -> Relu/Clip, no quantizer between them: FoldRelu) that get
+    the activation's own 8-bit quantizer before the activation too -> that quantizer's plan.
+
+    onnxruntime turns DequantizeLinear -> Conv/Gemm/MatMul -> QuantizeLinear into its integer kernel
+    only when the QuantizeLinear reads the operator's output itself; behind a Relu the operator runs
+    in float, with its weights dequantized on every run (an A8W8 ResNet50 then runs at FP32 speed or
+    below, onnxruntime's own S8S8 model faster). Relu and Clip commute with a monotone quantizer and
+    a DequantizeLinear -> QuantizeLinear round trip at one scale is the identity, so
+    Q(act(y)) == Q(act(DQ(Q(y)))) exactly: the model computes the same values, the NPU still fuses the
+    activation (its quantizer pair is looked through), and onnxruntime can fuse. Only with int32
+    biases (its kernels take no other) and 8-bit activations (it has no 16-bit ones)."""
+    if not (settings.ort_fusable_folds and settings.fold_activations and settings.bias == "int32"):
+        return {}
+    out: dict[str, TensorPlan] = {}
+    for name in plan.folded:
+        users = consumers.get(name, [])
+        if name not in producers or len(users) != 1 or graph.node[producers[name]].op_type not in ("Conv", "Gemm",
+                                                                                                   "MatMul"):
+            continue
+        act_node = graph.node[users[0]]
+        act = plan.tensors.get(act_node.output[0]) if act_node.op_type in ("Relu", "Clip") else None
+        if act is None or act.role != "activation" or act.params is None or plan.duals.get(act.name) is not None:
+            continue
+        fmt = act.fmt()
+        if isinstance(fmt, IntegerFormat) and fmt.info.element_bits == 8:
+            out[name] = act
     return out
 
 

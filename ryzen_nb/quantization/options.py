@@ -110,6 +110,10 @@ EXTRA_OPTIONS: dict[str, Option] = {
         _o("AlignReshape", False, "", "accepted"),
         _o("AlignEltwiseQuantType", False, "eltwise inputs share one type (A16W8)", "accepted"),
         _o("FoldRelu", False, "no QDQ between Conv/Gemm and a following Relu (fused on the NPU)"),
+        # ryzen-nb's own key: see Settings.ort_fusable_folds and quantization/emit.py (_ort_fusable_folds)
+        _o("ORTFusableQDQ", False, "with FoldRelu and int32 biases, also the Relu's 8-bit quantizer before it "
+           "(same values): onnxruntime then fuses the convolution into its integer kernel, which is faster but "
+           "saturates on x86 CPUs without VNNI"),
         _o("RemoveQDQConvRelu", True, "as FoldRelu, for the NPU CNN flow"),
         _o("RemoveQDQConvClip", True, "as FoldRelu for Clip"),
         _o("RemoveQDQConvLeakyRelu", True, "as FoldRelu for LeakyRelu"),
@@ -259,6 +263,9 @@ NESTED: dict[str, dict[str, Option]] = {
            field="include_layers"),
         _o("ExcludeLayers", (), f"{_AMP}: node names never switched", field="exclude_layers"),
         _o("AnalysisOnly", False, f"{_AMP}: measure the sensitivities, switch nothing", field="analysis_only"),
+        # ryzen-nb's own key (Quark has none): the analysis evaluates one model per layer, independently
+        _o("Executor", None, f"{_AMP}: where the sensitivity analysis runs: None (this process), a number of local "
+           "worker processes, a dask Client or a scheduler address (ryzen_nb.executor)", field="executor"),
         _o("NoInputQDQShared", True, f"{_AMP}: layers reading one activation switch together",
            field="no_input_qdq_shared"),
         _o("AutoMixUseFastFT", False, f"{_AMP}: read and ignored", "accepted"),
@@ -433,6 +440,7 @@ class MixedPrecisionOptions:
     exclude_layers: tuple[str, ...] = _amp("exclude_layers")
     analysis_only: bool = _amp("analysis_only")
     no_input_qdq_shared: bool = _amp("no_input_qdq_shared")
+    executor: Any = _amp("executor")  #: see ryzen_nb.executor.get_executor
     #: True: switch every target layer without analysis (Quark does so for BFP/MX targets)
     direct: bool = False
 

@@ -12,8 +12,8 @@ Attribute-level rules (static shapes, group convolutions, Q/DQ zero points...) l
 
 from __future__ import annotations
 
-__all__ = ["SUPPORTED", "PRECISION_COLUMNS", "MAC_OPS", "FUSED_ACTIVATIONS", "FUSING_PRODUCERS", "is_supported",
-           "supported_ops"]
+__all__ = ["SUPPORTED", "PRECISION_COLUMNS", "MAC_OPS", "FUSED_ACTIVATIONS", "FUSING_PRODUCERS", "VAIML_FROM_LOGS",
+           "is_supported", "supported_ops"]
 
 #: multiply-accumulate operators: a weight, an optional bias added in the accumulator, MACs that
 #: dominate compute (quantizer, accuracy algorithms, partitioner and latency model read this one set;
@@ -27,6 +27,15 @@ MAC_OPS = frozenset({"Conv", "ConvTranspose", "Gemm", "MatMul"})
 FUSED_ACTIVATIONS = frozenset({"Relu", "Clip", "LeakyRelu", "PRelu", "HardSigmoid", "HardSwish"})
 #: ... and the operators they fuse into
 FUSING_PRODUCERS = MAC_OPS | {"Add", "BatchNormalization"}
+
+#: operators AMD's published BF16 (VAIML) compile logs show on the NPU although the table leaves them
+#: unmarked for BF16 (ryzen-nb's assumption F3, docs/npu-operators.md#what-the-published-logs-add):
+#: gte-large-en-v1.5 in FP32, compiled as BF16, reads "CPU 7 VAIML 1178" in one NPU subgraph
+#: (amd/RyzenAI-SW, Ryzen AI 1.6, example/gte-large-en-v1.5-bf16/README.md), yet each of its 24
+#: encoder layers holds two LayerNormalization and a Softmax. Gelu: the operator a BF16 conversion at
+#: opset 20+ fuses from Div-Erf-Add-Mul-Mul, every one of which the BF16 column marks (the table marks
+#: Gelu for the INT8 columns only)
+VAIML_FROM_LOGS = frozenset({"LayerNormalization", "Softmax", "Gelu"})
 
 #: the table's columns, in the page's order
 PRECISION_COLUMNS = ("BF16", "A16W8", "A8W8", "XINT8")
@@ -160,9 +169,12 @@ def _column(precision: str) -> str:
 
 
 def is_supported(op_type: str, precision: str) -> bool:
-    return _column(precision) in SUPPORTED.get(op_type, frozenset())
+    column = _column(precision)
+    return column in SUPPORTED.get(op_type, frozenset()) or (column == "BF16" and op_type in VAIML_FROM_LOGS)
 
 
 def supported_ops(precision: str) -> list[str]:
+    """The operators the table marks for ``precision`` (:func:`is_supported` adds, for BF16, what the
+    published logs show: :data:`VAIML_FROM_LOGS`)."""
     col = _column(precision)
     return sorted(op for op, cols in SUPPORTED.items() if col in cols)

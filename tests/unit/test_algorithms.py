@@ -302,7 +302,7 @@ def test_mixed_precision_search_can_be_interrupted(outlier, monkeypatch) -> None
 
     def interrupt_in_the_search(self, formats, dual=None):
         calls.append(1)
-        if len(calls) == 10:  # baseline, 6 sensitivities, then 3 steps of the search
+        if len(calls) == 11:  # baseline, every unit switched, 6 sensitivities, then 3 steps of the search
             raise KeyboardInterrupt
         return real(self, formats, dual)
 

@@ -100,3 +100,16 @@ def test_no_module_is_too_long_to_read() -> None:
     long = {str(p.relative_to(ROOT)): n for p in sorted(PACKAGE.rglob("*.py"))
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them by concern): {long}"
+
+
+def test_the_sweep_sits_on_top_and_its_executor_at_the_bottom() -> None:
+    """ryzen_nb.sweeps orchestrates quantization, the emulator and evaluation, so it is an entry point;
+    ryzen_nb.executor is imported by the algorithms (sensitivity analysis) and the graph layer (threads
+    per worker), so it sits below them (docs/architecture.md)."""
+    layers = [{name.strip() for name in layer.split("|")} for layer in _contract()["layers"]]
+    position = {name: i for i, layer in enumerate(layers) for name in layer}  # 0 is the top
+    for below in ("pipeline", "npu", "evaluation", "quantization"):
+        assert position["sweeps"] < position[below], below
+    for above in ("graph", "algorithms", "evaluation"):
+        assert position["executor"] > position[above], above
+    assert position["executor"] < position["errors"]

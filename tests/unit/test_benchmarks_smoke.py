@@ -33,3 +33,15 @@ def test_quantize_benchmark_quick(tmp_path, capsys, monkeypatch):
     assert csv.read_text().startswith("model,preset,tool,status")
     data = json.loads(js.read_text())
     assert data["quark"] == "not installed" and len(data["rows"]) == len(table) and data["goals"]
+    # speed against onnxruntime's own QDQ model of the same network, for the integer presets
+    assert ours.set_index(["model", "preset"]).vs_ort.xs("A8W8", level="preset").gt(0).all()
+    assert "onnxruntime's (goal >= 1)" in out and "(goal >= 0.95)" in out
+
+
+def test_goal_bookkeeping_no_goal_is_not_a_miss():
+    """A row without a goal is neither met nor missed; a missing measurement is 'not measured'."""
+    assert bench._verdict(0.3, None) == "no goal"
+    assert bench._verdict(float("nan"), 0.5) == "not measured"
+    assert bench._verdict(0.96, 0.95) == "met" and bench._verdict(0.94, 0.95) == "NOT met"
+    assert bench._verdict(1.4, 1.5, higher_is_better=False) == "met"
+    assert bench._verdict(1.6, 1.5, higher_is_better=False) == "NOT met"
