@@ -20,7 +20,7 @@ __all__ = ["CalibrationWizard", "ComparisonDashboard", "ConfigBuilder", "Partiti
 
 _WHERE = {
     "CalibrationWizard": "ryzen_nb.ui.wizard",
-    "ComparisonDashboard": "ryzen_nb.ui.dashboard",
+    "ComparisonDashboard": "ryzen_nb.ui.comparison_dashboard",
     "ConfigBuilder": "ryzen_nb.ui.config_builder",
     "PartitionView": "ryzen_nb.ui.partition",
 }

@@ -19,7 +19,7 @@ import ipywidgets as w
 
 from ryzen_nb._html import esc, table_html
 
-__all__ = ["ErrorBox", "surfaces_errors", "asset", "esc", "table_html"]
+__all__ = ["ErrorBox", "surfaces_errors", "asset", "esc", "figure_output", "show_figure", "table_html"]
 
 log = logging.getLogger(__name__)
 F = TypeVar("F", bound=Callable[..., Any])
@@ -35,12 +35,39 @@ def asset(name: str) -> str:
     return source.read_text(encoding="utf-8")
 
 
+def figure_output() -> w.Output:
+    """The place of a plotly figure in a widget: an Output widget that :func:`show_figure` fills.
+
+    Not a plotly FigureWidget: changes made to one before the browser has drawn it (a widget that
+    fills its figure in ``__init__``) are lost, and later ones can fail in the front end ("Error
+    setting state"), leaving an empty frame; each one also carries plotly.js (about 5 MB) to the
+    browser. A figure in an Output is drawn by the front end's own plotly renderer (JupyterLab's
+    jupyterlab-plotly, which comes with plotly; VS Code's)."""
+    return w.Output(layout=w.Layout(width="100%"))
+
+
+def show_figure(out: w.Output, fig: Any) -> None:
+    """Make ``out`` show ``fig``, replacing what it showed. The figure goes into the Output's state
+    (not through a captured ``display``), so it shows wherever and whenever the widget is drawn,
+    also when set before the widget is displayed or from a callback."""
+    import plotly.io as pio
+
+    bundle = pio.renderers["plotly_mimetype"].to_mimebundle(fig.to_dict())
+    title = fig.layout.title.text or "figure"
+    bundle["text/plain"] = f"<plotly figure: {title}>"
+    out.outputs = ({"output_type": "display_data", "data": bundle, "metadata": {}},)
+
+
 class ErrorBox(w.HTML):
-    """A red message under a widget: the error of its last callback, or nothing."""
+    """A red message under a widget: the error of its last callback, or nothing.
+
+    Empty, it is not displayed at all (``layout.display = "none"``), so that no page style can
+    draw an empty box; its class is the widgets' own, ``rnb-widget-error``."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(value="", **kwargs)
-        self.add_class("rnb-error")
+        self.add_class("rnb-widget-error")
+        self.layout.display = "none"
         self.last_error: BaseException | None = None
 
     def show(self, error: BaseException | str, context: str = "") -> None:
@@ -49,10 +76,12 @@ class ErrorBox(w.HTML):
         where = f"{esc(context)}: " if context else ""
         self.value = (f'<div class="rnb-error-box" style="color:#b00020;border-left:3px solid #b00020;'
                       f'padding:4px 8px;margin:4px 0;white-space:pre-wrap"><b>{esc(kind)}</b> {where}{esc(error)}</div>')
+        self.layout.display = ""
 
     def clear(self) -> None:
         self.last_error = None
         self.value = ""
+        self.layout.display = "none"
 
 
 def surfaces_errors(context: str = "") -> Callable[[F], F]:

@@ -17,29 +17,23 @@ from typing import Any
 
 import ipywidgets as w
 
-from ryzen_nb.evaluation.report import comparison_figures, histogram_figure
-from ryzen_nb.ui._base import ErrorBox, esc, surfaces_errors, table_html
+from ryzen_nb.evaluation.report import comparison_figures, display_table, histogram_figure, latency_notes
+from ryzen_nb.ui._base import ErrorBox, esc, figure_output, show_figure, surfaces_errors, table_html
 
 __all__ = ["ComparisonDashboard"]
 
 
-def _figure_widget(fig: Any) -> Any:
-    """A plotly FigureWidget (anywidget-based in plotly 6+: JupyterLab, Notebook 7, VS Code), for the
-    figure that changes (the histogram): each one carries plotly.js, about 5 MB, to the browser."""
-    import plotly.graph_objects as go
-
-    return go.FigureWidget(fig)
-
-
-def _static_figure(fig: Any) -> Any:
-    """A figure that never changes, as plotly's own output in an Output widget: JupyterLab's and VS
-    Code's plotly renderers draw it with the plotly.js they already have."""
-    from IPython.display import display
-
-    out = w.Output(layout=w.Layout(width="100%"))
-    with out:
-        display(fig)
-    return out
+#: the dashboard's tables: one line per cell (a table wider than the tab scrolls), numbers right-aligned;
+#: its tabs as wide as their titles (ipywidgets gives each tab the same width and cuts longer titles)
+_STYLE = """<style>
+.rnb-dashboard .jupyter-widgets.jupyter-widget-tab > .lm-TabBar .lm-TabBar-tab,
+.rnb-dashboard .jupyter-widgets.widget-tab > .p-TabBar .p-TabBar-tab { flex: 0 0 auto; }
+.rnb-dashboard table.rnb-table { border-collapse: collapse; font-size: 13px; margin: 4px 0 8px; }
+.rnb-dashboard table.rnb-table th, .rnb-dashboard table.rnb-table td {
+  padding: 3px 12px; line-height: 1.4; border-bottom: 1px solid var(--jp-border-color2, #ddd); text-align: right;
+  white-space: nowrap; }
+.rnb-dashboard table.rnb-table th:first-child, .rnb-dashboard table.rnb-table td:first-child { text-align: left; }
+</style>"""
 
 
 def _scrolling(html: str) -> Any:
@@ -55,11 +49,13 @@ class ComparisonDashboard(w.VBox):
         self.errors = ErrorBox()
         self.figures = comparison_figures(comparison)
         c = comparison
-        header = w.HTML(f"<b>FP32 vs quantized</b> — {c.samples} held-out samples, task: {esc(c.task)}"
+        header = w.HTML(_STYLE + f"<b>FP32 vs quantized</b> — {c.samples} held-out samples, task: {esc(c.task)}"
                         + (", labels given" if c.labels_given else "") + f"; models: {esc(', '.join(c.models))}")
-        notes = w.HTML("".join(f"<div style='color:#666;font-size:12px'>{esc(n)}</div>" for n in c.notes))
+        # why a quantized model is slower on the CPU, which models have no NPU estimate: said beside the figure
+        notes = w.HTML("".join(f"<p style='color:#555;font-size:12px;margin:4px 0;white-space:normal'>{esc(n)}</p>"
+                               for n in [*latency_notes(c), *c.notes]))
         pages: list[tuple[str, Any]] = [
-            ("Overview", w.VBox([_scrolling(table_html(c.table.reset_index())), self._fig("task"), self._fig("size")])),
+            ("Overview", w.VBox([_scrolling(table_html(display_table(c))), self._fig("task"), self._fig("size")])),
             ("Fidelity", w.VBox([self._fig("fidelity")])),
             ("Latency", w.VBox([self._fig("latency"), notes])),
             ("Per-layer error", w.VBox([self._fig("per_layer"), self._worst_layers()])),
@@ -77,7 +73,9 @@ class ComparisonDashboard(w.VBox):
         self.add_class("rnb-dashboard")
 
     def _fig(self, name: str) -> Any:
-        return _static_figure(self.figures[name])
+        out = figure_output()
+        show_figure(out, self.figures[name])
+        return out
 
     def _worst_layers(self) -> Any:
         pl = self.comparison.per_layer
@@ -93,10 +91,13 @@ class ComparisonDashboard(w.VBox):
         self.hist_model = w.Dropdown(options=variants, value=variants[0], description="model")
         self.hist_tensor = w.Dropdown(options=c.tensors(variants[0]) or [""], description="tensor",
                                       layout=w.Layout(width="60%"))
-        self.histogram = _figure_widget(self._histogram_figure())
+        #: the histogram shown (a plotly Figure), drawn in histogram_view
+        self.histogram = self._histogram_figure()
+        self.histogram_view = figure_output()
+        show_figure(self.histogram_view, self.histogram)
         self.hist_model.observe(self._model_changed, names="value")
         self.hist_tensor.observe(self._tensor_changed, names="value")
-        return w.VBox([w.HBox([self.hist_model, self.hist_tensor]), self.histogram])
+        return w.VBox([w.HBox([self.hist_model, self.hist_tensor]), self.histogram_view])
 
     def _histogram_figure(self) -> Any:
         import plotly.graph_objects as go
@@ -115,12 +116,8 @@ class ComparisonDashboard(w.VBox):
 
     @surfaces_errors("histogram")
     def _tensor_changed(self, change: dict) -> None:
-        fig = self._histogram_figure()
-        with self.histogram.batch_update():
-            self.histogram.data = []
-            for trace in fig.data:
-                self.histogram.add_trace(trace)
-            self.histogram.layout = fig.layout
+        self.histogram = self._histogram_figure()
+        show_figure(self.histogram_view, self.histogram)
 
     # -- export ---------------------------------------------------------------------------------------------
     def _export_page(self) -> Any:
@@ -134,9 +131,9 @@ class ComparisonDashboard(w.VBox):
     @surfaces_errors("export")
     def export(self, _button: Any = None) -> Path:
         """Write the static HTML page to the path in the Export tab; returns the path."""
-        path = Path(self.export_path.value).expanduser()
-        if not path.name or path.is_dir():
-            raise ValueError(f"{str(path)!r} is a folder; give a file name ending in .html.")
+        # a folder, an empty name or a compared model is refused by to_html's output guard, in its words
+        typed = self.export_path.value.strip()
+        path = Path(typed).expanduser() if typed else typed  # Path("") would be "." and hide the empty name
         self.comparison.to_html(path)
         self.export_status.value = f"Written: <code>{esc(path.resolve())}</code>"
         return path

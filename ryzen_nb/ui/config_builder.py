@@ -73,9 +73,11 @@ class ConfigBuilder(w.VBox):
         self._mixed: dict[str, list[str]] = {}
         self.nodes, self.op_types, self.tensors = _model_names(model) if model is not None else ([], [], [])
 
-        self.preset = w.Dropdown(options=[(f"{name} — {p.description}", name) for name, p in PRESETS.items()],
-                                 value=self._preset_key(preset), description="preset", layout=w.Layout(width="95%"))
-        reset = w.Button(description="Reset to preset", icon="undo", layout=w.Layout(width="auto"))
+        # the names only: a description in the menu is cut off in the closed drop-down; it shows below it
+        self.preset = w.Dropdown(options=list(PRESETS), value=self._preset_key(preset), description="preset",
+                                 layout=w.Layout(width="340px"))
+        self.preset_help = w.HTML(layout=w.Layout(flex="1 1 auto", margin="0 0 0 12px"))
+        reset = w.Button(description="Reset to preset", icon="undo", layout=w.Layout(width="auto", flex="0 0 auto"))
         reset.on_click(self._reset_clicked)
 
         # types and calibration
@@ -127,11 +129,14 @@ class ConfigBuilder(w.VBox):
         sections.selected_index = 0
         self.status = w.HTML()
         self.code_view = w.HTML()
-        super().__init__([w.HBox([self.preset, reset]), sections, self.status, self.errors,
+        super().__init__([w.HBox([self.preset, reset, self.preset_help], layout=w.Layout(align_items="center")),
+                          sections, self.status, self.errors,
                           w.HTML("<b>Equivalent Python</b>"), self.code_view], **kwargs)
         self.add_class("rnb-config-builder")
 
         self.preset.observe(self._preset_changed, names="value")
+        self.preset.observe(self._describe_preset, names="value")
+        self._describe_preset()
         self.node_filter.observe(self._filter_nodes, names="value")
         self.mp_filter.observe(self._filter_tensors, names="value")
         self.ft_algorithm.observe(self._algorithm_changed, names="value")
@@ -290,6 +295,10 @@ class ConfigBuilder(w.VBox):
     @surfaces_errors("reset")
     def _reset_clicked(self, _button: Any = None) -> None:
         self.reset()
+
+    def _describe_preset(self, change: dict | None = None) -> None:
+        description = PRESETS[self.preset.value].description if self.preset.value in PRESETS else ""
+        self.preset_help.value = f"<span style='color:#555;white-space:normal'>{esc(description)}</span>"
 
     @surfaces_errors("preset")
     def _preset_changed(self, change: dict) -> None:

@@ -3316,7 +3316,7 @@ function visibleRange(scrollTop, rowHeight, viewport, count, margin) {
 function matches(node, query, cpuOnly, showQuantizers) {
   if (!node) return false;
   if (cpuOnly && node.device !== "CPU") return false;
-  if (!showQuantizers && node.quantizer) return false;
+  if (!showQuantizers && node.quantizer && !cpuOnly) return false;
   const words = String(query ?? "").toLowerCase().split(/\s+/).filter(Boolean);
   if (words.length === 0) return true;
   const fields = [node.name, node.op, node.precision, node.reason].map((v) => String(v ?? "").toLowerCase());

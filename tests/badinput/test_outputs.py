@@ -158,13 +158,7 @@ def dashboard(tmp_path_factory, model_bytes, quantized_bytes):
     return root, board
 
 
-#: the dashboard checks a folder or an empty name itself, with a plain ValueError, before the guard sees
-#: the path (ryzen_nb/ui/dashboard.py, outside this change: the widget agent's)
-_DASHBOARD_OWN_CHECK = pytest.mark.xfail(reason="ComparisonDashboard.export raises ValueError for a folder or an "
-                                                "empty name before Comparison.to_html's guard", strict=False)
-WIDGET_ALIASES = [pytest.param(a, id=a.name, marks=[_DASHBOARD_OWN_CHECK] if a.name in (
-    "calibration-folder", "a-folder", "a-folder-slash", "empty-path") else [])
-    for a in ALIASES if a.needs == "" and not a.name.startswith("external")]
+WIDGET_ALIASES = [pytest.param(a, id=a.name) for a in ALIASES if a.needs == "" and not a.name.startswith("external")]
 
 
 @pytest.mark.parametrize("alias", WIDGET_ALIASES)

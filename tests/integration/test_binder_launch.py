@@ -1,27 +1,38 @@
 """The Binder launch, as a new user would get it, on this machine: a fresh virtual environment built
 from the files in ``binder/`` only (``requirements.txt``, then ``postBuild`` in a copy of the
-repository), JupyterLab started from it on 127.0.0.1, the tutorials listed by the server, and
-notebook 1 executed cell by cell through the server's own kernel (REST + websocket, as the browser
-does). Slow (a few minutes: it installs JupyterLab and ryzen-nb from the package index)."""
+repository), JupyterLab started from it on 127.0.0.1, the page the README's Binder badge opens
+(the tutorials' index, rendered, in Chromium), the tutorials listed by the server, and notebook 1
+executed cell by cell through the server's own kernel (REST + websocket, as the browser does). Slow
+(a few minutes: it installs JupyterLab and ryzen-nb from the package index).
+
+And the README's way in: it installs from this repository (ryzen-nb is not on PyPI) and links only
+to files inside it (and to the Binder badge)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from tests.ui.lab_harness import Deadline, browser_page, clear_screenshots, playwright_api, shoot
+
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.slow
+README = ROOT / "README.md"
+#: the Binder badge's link and the folder it opens, as README.md writes them
+BADGE = re.compile(r"\(https://mybinder\.org/v2/gh/[^)\s]*[?&]labpath=([^)&\s]+)\)")
 
 
 def _free_port() -> int:
@@ -90,6 +101,44 @@ def _execute(base: str, token: str, kernel_id: str, code: str, timeout: float = 
     return IOLoop.current().run_sync(run, timeout=timeout + 30)
 
 
+def test_readme_installs_from_the_repository_and_links_inside_it() -> None:
+    text = README.read_text(encoding="utf-8")
+    # ryzen-nb is not on PyPI: "pip install ryzen-nb" would install nothing (or someone else's package)
+    from_index = re.findall(r"pip install(?: -\S+)* ryzen-nb\b", text)
+    assert not from_index, f"README.md installs ryzen-nb from the package index: {from_index}"
+    links = re.findall(r"\]\(([^)\s]+)\)", text)
+    outside = [link for link in links if re.match(r"[a-z]+:", link) and not link.startswith("https://mybinder.org/")]
+    assert not outside, f"README.md links outside the repository: {outside}"
+    missing = [link for link in links if not re.match(r"[a-z]+:", link)
+               and not (ROOT / urllib.parse.unquote(link.split("#")[0])).exists()]
+    assert not missing, f"README.md links files the repository does not have: {missing}"
+    badge = BADGE.search(text)
+    assert badge, "README.md has no Binder badge opening a path (labpath=...)"
+    assert (ROOT / urllib.parse.unquote(badge.group(1))).is_file(), f"the Binder badge opens {badge.group(1)}: no such file"
+
+
+def _check_the_badge_page(base: str, token: str, tmp_path: Path) -> None:
+    """Open what the README's Binder badge opens (``/lab/tree/<labpath>``) in Chromium: the tutorials'
+    index rendered as Markdown (not its source in the editor), with no console error."""
+    labpath = urllib.parse.unquote(BADGE.search(README.read_text(encoding="utf-8")).group(1))
+    sync_api = playwright_api()
+    deadline = Deadline(120.0)
+    clear_screenshots("binder_")
+    with sync_api.sync_playwright() as playwright, \
+            browser_page(playwright, sync_api, SimpleNamespace(url=base), deadline) as b:
+        with b.step(f"the Binder badge's page, /lab/tree/{labpath}, shows the index rendered"):
+            b.page.goto(f"{base}/lab/tree/{labpath}?token={token}", wait_until="domcontentloaded", timeout=b.ms())
+            rendered = b.page.locator(".jp-MarkdownViewer .jp-RenderedMarkdown")
+            b.expect(rendered.locator("h1").first).to_be_visible(timeout=b.ms())
+            b.expect(rendered.locator("a[href*='.ipynb']").first).to_be_attached(timeout=b.ms())
+            b.expect(b.page.locator(".jp-FileEditor:visible")).to_have_count(0)
+            shoot(b.page, "binder_index")
+        errors = b.problems.unexplained_console_errors()
+        assert not errors, "the browser console reported errors:\n" + "\n".join(errors)
+        assert not b.problems.external, f"requests tried to leave the machine: {b.problems.external}"
+
+
+@pytest.mark.slow
 def test_binder_files_launch_the_tutorials(tmp_path) -> None:
     repo = _copy_repository(tmp_path)
     venv = tmp_path / "binder-venv"
@@ -107,7 +156,10 @@ def test_binder_files_launch_the_tutorials(tmp_path) -> None:
         [str(bin_dir / "jupyter"), "lab", "--no-browser", "--allow-root",  # CI runs as root
          "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}", f"--IdentityProvider.token={token}",
          f"--ServerApp.root_dir={repo}"],
-        env={**env, "RYZEN_NB_QUICK": "1", "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config")},
+        # nothing of this machine's Jupyter settings: the page shows what the Binder image's settings make
+        env={**env, "RYZEN_NB_QUICK": "1", "JUPYTER_CONFIG_DIR": str(tmp_path / "jupyter-config"),
+             "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings"),
+             "JUPYTERLAB_WORKSPACES_DIR": str(tmp_path / "lab-workspaces")},
         stdout=log.open("w"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -121,6 +173,7 @@ def test_binder_files_launch_the_tutorials(tmp_path) -> None:
                 time.sleep(0.5)
         else:
             pytest.fail(f"JupyterLab from the Binder environment did not start within 120 s:\n{log.read_text()[-2000:]}")
+        _check_the_badge_page(base, token, tmp_path)
         listing = _get(f"{base}/api/contents/notebooks?token={token}")
         names = {item["name"] for item in listing["content"]}
         assert "01_getting_started.ipynb" in names and "README.md" in names

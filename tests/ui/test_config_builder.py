@@ -7,6 +7,7 @@ import pytest
 import ryzen_nb
 from ryzen_nb import Config, get_default_config
 from ryzen_nb.errors import UnknownNameError
+from ryzen_nb.quantization.config import PRESETS
 from ryzen_nb.testing import random_images, resnet_cnn
 from ryzen_nb.ui.config_builder import ConfigBuilder
 
@@ -21,8 +22,12 @@ def test_presets_give_their_configs(model) -> None:
     assert builder.config == Config(get_default_config("XINT8"))
     assert builder.problems == [] and "valid config" in builder.status.value
     assert "get_default_config('XINT8')" in builder.code
+    # the menu shows names (a description would be cut off in it); the preset's description shows beside it
+    assert builder.preset.options == tuple(PRESETS) and "power-of-two scales" in builder.preset_help.value
+    assert builder.errors.layout.display == "none"  # an empty error box is not drawn at all
     builder.preset.value = "A16W8"
     assert (builder.activation_type.value, builder.weight_type.value) == ("QInt16", "QInt8")
+    assert "int16 activations" in builder.preset_help.value
     assert builder.config == Config(get_default_config("A16W8"))
     builder.reset("bfp16")  # names are case-insensitive
     assert builder.preset.value == "BFP16"
@@ -72,9 +77,11 @@ def test_live_validation_and_errors_shown_in_the_widget(model) -> None:
     builder.mp_tensors.value = ()
     builder.mp_add.click()  # nothing selected: shown in the widget, not swallowed
     assert "Select one or more tensors" in builder.errors.value and builder.errors.last_error is not None
+    assert builder.errors.layout.display == ""  # shown
     builder.mp_tensors.value = builder.mp_tensors.options[:1]
     builder.mp_add.click()
     assert builder.errors.value == ""  # a successful callback clears the message
+    assert builder.errors.layout.display == "none"  # and hides the box: no empty bar under the widget
 
 
 def test_loading_a_config_with_names_not_in_the_model(model) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import numpy as np
 import pytest
 
@@ -9,8 +12,9 @@ import ryzen_nb
 from ryzen_nb import zoo
 from ryzen_nb.errors import CalibrationDataError, ConfigError
 from ryzen_nb.evaluation import compare
+from ryzen_nb.evaluation.report import comparison_figures, display_table, latency_notes, log_axis
 from ryzen_nb.testing import bert_encoder, random_tokens
-from ryzen_nb.ui.dashboard import ComparisonDashboard
+from ryzen_nb.ui.comparison_dashboard import ComparisonDashboard
 
 
 @pytest.fixture(scope="module")
@@ -67,10 +71,12 @@ def test_dashboard_widget_and_static_export(digits, tmp_path) -> None:
     d.hist_model.value = "BF16"
     d.hist_tensor.value = d.hist_tensor.options[4]
     assert d.errors.last_error is None and "BF16" in d.histogram.layout.title.text
+    assert len(d.histogram_view.outputs) == 1  # the new histogram replaced the old one
     d.export_path.value = str(tmp_path / "report.html")
     d.export()
     page = (tmp_path / "report.html").read_text()
     assert page.startswith("<!DOCTYPE html>") and page.count("plotly.js v") == 1  # plotly inlined once: offline
+    assert not re.search(r"<script[^>]*\bsrc=", page)  # no script loaded from elsewhere (a CDN): it opens offline
     assert "Per-layer SQNR" in page and "XINT8" in page
     d.export_path.value = str(tmp_path)  # a folder: the error shows in the widget
     d.export()
@@ -109,7 +115,7 @@ def test_mixed_precision_sensitivity_in_the_dashboard() -> None:
     d = ComparisonDashboard(c)
     titles = [d.tabs.get_title(i) for i in range(len(d.tabs.children))]
     assert "Mixed precision" in titles and "sensitivity mixed" in d.figures
-    assert "sensitivity mixed" in c.to_html()
+    assert "mixed: mixed-precision sensitivity" in c.to_html()  # the figure, by its title
 
 
 def test_per_layer_error_can_be_skipped_for_large_models(digits) -> None:
@@ -121,3 +127,60 @@ def test_per_layer_error_can_be_skipped_for_large_models(digits) -> None:
     assert c.per_layer.empty and any("per_layer_samples=0" in n for n in c.notes)
     d = ComparisonDashboard(c)  # the dashboard and the export still work without the per-layer table
     assert d.errors.last_error is None and "<table" in c._repr_html_()
+
+
+def test_figures_read_at_a_glance(digits) -> None:
+    _, c = digits
+    figs = comparison_figures(c)
+    # fidelity: 1 - cosine on a log axis of whole decades, one tick per decade: 0.99 and 0.999 a decade apart
+    distance = figs["fidelity"].layout.yaxis
+    assert distance.type == "log" and distance.dtick == 1 and distance.range[0] == int(distance.range[0])
+    bars = figs["fidelity"].data[0]
+    assert list(bars.x) == ["XINT8", "BF16"]
+    assert np.allclose(bars.y, 1 - c.table.loc[["XINT8", "BF16"], "cosine"], rtol=1e-6)
+    assert figs["fidelity"].layout.yaxis2.type != "log"  # SQNR is in dB: logarithmic already
+    # NPU latency only where the model has operators on that NPU: FP32 runs nothing on PHX (XDNA1, no BF16)
+    npu = {trace.name: dict(zip(trace.x, trace.y)) for trace in figs["latency"].data if trace.name.startswith("NPU")}
+    assert npu["NPU PHX (estimate)"]["FP32"] is None and npu["NPU PHX (estimate)"]["XINT8"] > 0
+    assert npu["NPU STX (estimate)"]["FP32"] > 0
+    shown = display_table(c).set_index("measure")
+    assert shown.loc["NPU PHX latency (ms, estimate)", "FP32"] == "–"
+    assert shown.loc["operators on the PHX NPU", "FP32"] == "0 %"
+    assert shown.loc["NPU STX latency (ms, estimate)", "FP32"] != "–"
+    assert list(shown.columns) == ["FP32", "XINT8", "BF16"]
+    assert any("No NPU estimate on PHX for FP32" in n for n in latency_notes(c))
+
+
+def test_a_quantized_model_slower_on_the_cpu_is_explained(digits) -> None:
+    _, c = digits
+    table = c.table.copy()
+    table["cpu_ms"] = [1.0, 3.0, 1.0]  # FP32, XINT8, BF16
+    notes = latency_notes(dataclasses.replace(c, table=table))
+    slower = [n for n in notes if n.startswith("Slower than FP32")]
+    assert len(slower) == 1 and "XINT8 (3.0x)" in slower[0] and "BF16" not in slower[0]
+    assert "simulates" in slower[0] and "NPU" in slower[0]
+    table["cpu_ms"] = [1.0, 1.0, 1.05]  # within 10 %: nothing to explain
+    assert not [n for n in latency_notes(dataclasses.replace(c, table=table)) if n.startswith("Slower")]
+
+
+def test_log_axes_have_one_tick_per_decade() -> None:
+    axis = log_axis([3e-4, 5e-4])  # less than a decade: still one whole decade, so a tick shows
+    assert axis["range"] == [-4.0, -3.0] and axis["dtick"] == 1 and axis["minor"]["ticks"] == ""
+    assert log_axis([1.1e-4, 5e-4])["range"] == [-5.0, -3.0]  # 1.1e-4 would be a bar too short to see on [-4, -3]
+    assert log_axis([2.0, 0.0, np.nan, 700.0])["range"] == [0.0, 3.0]  # zeros and NaN have no place on it
+
+
+def test_ui_dashboard_stays_the_function_after_every_widget_module_is_imported() -> None:
+    """A submodule named like a function of its package replaces that function on first import
+    (Python sets the package attribute): ``ryzen_nb.ui.dashboard(result)`` must survive the lazy
+    imports of every widget module."""
+    import importlib
+
+    import ryzen_nb.ui as ui
+
+    for module in ui._WHERE.values():
+        importlib.import_module(module)
+    for name in ui.__all__:
+        attribute = getattr(ui, name)
+        assert callable(attribute) and not isinstance(attribute, type(ui)), f"ryzen_nb.ui.{name} is {attribute!r}"
+

@@ -67,7 +67,9 @@ export function visibleRange(scrollTop, rowHeight, viewport, count, margin) {
 export function matches(node, query, cpuOnly, showQuantizers) {
   if (!node) return false;
   if (cpuOnly && node.device !== "CPU") return false;
-  if (!showQuantizers && node.quantizer) return false;
+  // "CPU nodes only" lists every operator the CPU count counts, the boundary quantizers included:
+  // hiding them would leave the list empty for a model whose only CPU operators are its quantizers
+  if (!showQuantizers && node.quantizer && !cpuOnly) return false;
   const words = String(query ?? "").toLowerCase().split(/\s+/).filter(Boolean);
   if (words.length === 0) return true;
   const fields = [node.name, node.op, node.precision, node.reason].map((v) => String(v ?? "").toLowerCase());
