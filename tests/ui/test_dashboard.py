@@ -184,3 +184,28 @@ def test_ui_dashboard_stays_the_function_after_every_widget_module_is_imported()
         attribute = getattr(ui, name)
         assert callable(attribute) and not isinstance(attribute, type(ui)), f"ryzen_nb.ui.{name} is {attribute!r}"
 
+
+def test_a_sweep_table_gets_its_pareto_view() -> None:
+    import pandas as pd
+
+    import ryzen_nb.ui as ui
+
+    table = pd.DataFrame({
+        "config": ["FP32", "XINT8", "A8W8", "BF16", "broken", "FP32", "XINT8"],
+        "target": ["STX"] * 5 + ["PHX"] * 2,
+        "metric": [0.95, 0.90, 0.93, 0.95, float("nan"), 0.95, 0.90],
+        "npu_latency_ms": [3.0, 1.0, 1.2, 2.0, float("nan"), 4.0, 1.5],
+        "size_mb": [4.0, 1.0, 1.0, 2.0, float("nan"), 4.0, 1.0],
+        "error": ["", "", "", "", "RuntimeError: boom", "", ""],
+    })
+    view = ui.dashboard(table)
+    assert isinstance(view, ui.SweepDashboard)
+    assert view.target.options == ("all targets", "STX", "PHX") and "1 row(s) failed" in view.children[0].value
+    view.target.value = "STX"
+    assert list(view.rows()["config"]) == ["FP32", "BF16", "A8W8", "XINT8", "broken"]  # best metric first
+    # the figure: one marker per scored STX configuration, the failed one left out
+    points = [len(trace.x) for trace in view.figure.data if trace.mode == "markers"]
+    assert points == [4] and view.errors.last_error is None
+    assert "RuntimeError: boom" in view.table_view.value
+    with pytest.raises(ValueError, match="not a sweep table"):
+        ui.dashboard(table.drop(columns=["metric"]))
