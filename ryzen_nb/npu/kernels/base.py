@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # annotations only: the case builder imports nothing from her
     from ryzen_nb.npu.kernels.cases import Case
     from ryzen_nb.npu.partition import NodeAssignment
 
-__all__ = ["Kernel", "KernelGraph", "QuantRef"]
+__all__ = ["Kernel", "KernelGraph", "QuantRef", "gemm_mismatch"]
 
 
 @dataclass
@@ -191,3 +191,11 @@ class Kernel(ABC):
     def cases(cls) -> Iterator[Case]:
         """Small seeded graphs covering every operator type x precision x fused activation this
         class declares, and the edge cases of its arithmetic."""
+
+
+def gemm_mismatch(attrs: dict) -> str:
+    """Why a Gemm's attributes keep it off an NPU MAC kernel ("" if they do not): the kernels
+    compute ``x @ W (+ bias)``; transA, alpha or beta compute as in the QDQ simulation instead."""
+    if attrs.get("transA", 0) or attrs.get("alpha", 1.0) != 1.0 or attrs.get("beta", 1.0) != 1.0:
+        return "Gemm with transA, alpha or beta"
+    return ""

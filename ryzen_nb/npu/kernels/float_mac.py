@@ -20,7 +20,7 @@ from ryzen_nb import formats
 from ryzen_nb.graph.attributes import attributes
 from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.npu.kernels.arithmetic import bf16, conv2d
-from ryzen_nb.npu.kernels.base import Kernel, KernelGraph
+from ryzen_nb.npu.kernels.base import Kernel, KernelGraph, gemm_mismatch
 from ryzen_nb.npu.kernels.cases import Case, CaseGraph
 from ryzen_nb.npu.kernels.lowering import bf16_round, const
 
@@ -186,9 +186,7 @@ class FloatGemm(FloatMAC):
     op_types = ("Gemm",)
 
     def _match_attributes(self) -> str:
-        if self.attrs.get("transA", 0) or self.attrs.get("alpha", 1.0) != 1.0 or self.attrs.get("beta", 1.0) != 1.0:
-            return "Gemm with transA, alpha or beta"
-        return ""
+        return gemm_mismatch(self.attrs)
 
     def mac(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         return x @ (w.T if self.attrs.get("transB", 0) else w)

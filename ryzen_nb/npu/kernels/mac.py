@@ -23,7 +23,7 @@ from onnx import TensorProto
 
 from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.npu.kernels.arithmetic import clip_codes, conv2d, multiplier
-from ryzen_nb.npu.kernels.base import KernelGraph
+from ryzen_nb.npu.kernels.base import KernelGraph, gemm_mismatch
 from ryzen_nb.npu.kernels.cases import Case
 from ryzen_nb.npu.kernels.exact_mac import f32_mac, mac_bound, mac_integer, mac_operands
 from ryzen_nb.npu.kernels.integer import IntegerKernel, Terms
@@ -349,9 +349,7 @@ class IntegerGemm(IntegerMAC):
     op_types = ("Gemm",)
 
     def _match_attributes(self) -> str:
-        if self.attrs.get("transA", 0) or self.attrs.get("alpha", 1.0) != 1.0 or self.attrs.get("beta", 1.0) != 1.0:
-            return "Gemm with transA, alpha or beta"
-        return ""
+        return gemm_mismatch(self.attrs)
 
     def mac(self, x: np.ndarray, w: np.ndarray) -> np.ndarray:
         return x @ self.weight_matrix(w)
