@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 
 from ryzen_nb import formats
 from ryzen_nb.calibration.methods import get_method
@@ -196,6 +197,9 @@ class QuantizationRun:
     source_outputs: list[onnx.ValueInfoProto] = field(default_factory=list)
     #: the files the run read (model, external data, calibration folder): finish() never writes over them
     inputs: list[Input] = field(default_factory=list)
+    #: (quantized model, its onnxruntime session) for finish()'s output and batch checks: made once, as a
+    #: BFP16/MX model's functions take ~0.5 s to load on every session (the load check avoids it too)
+    _checked: tuple[onnx.ModelProto, Any] | None = field(default=None, repr=False)
 
     @classmethod
     def prepare(cls, model: ModelLike, config: Any, calibration_data: Any = None, *,
@@ -331,13 +335,18 @@ class QuantizationRun:
         free = self.prepared.dynamic_batch
         doubled = {k: np.concatenate([v, v]) if k in free else v for k, v in sample.items()}
         try:
-            single = ort_session(static).run(None, sample)
-            batched = ort_session(candidate).run(None, doubled)
+            single = self._session_of(static).run(None, sample)
+            batched = _check_session(candidate).run(None, doubled)
         except Exception as exc:  # onnxruntime's shape errors: the graph pins its batch
             return str(exc).strip().splitlines()[0][:200]
         names = [o.name for o in candidate.graph.output]
         bad = [n for n, b, s in zip(names, batched, single) if not batch_agrees(b, s, 2)]
         return f"output(s) {bad} differ per sample with a batch of 2" if bad else None
+
+    def _session_of(self, quantized: onnx.ModelProto) -> Any:
+        if self._checked is None or self._checked[0] is not quantized:
+            self._checked = (quantized, _check_session(quantized))
+        return self._checked[1]
 
     def _collapsed_outputs(self, quantized: onnx.ModelProto, samples: int = 2) -> list[str]:
         """A last check on the calibration data, never scored as success: an output that collapsed
@@ -348,8 +357,9 @@ class QuantizationRun:
         feeds = self.samples(samples)
         names = [o.name for o in self.prepared.model.graph.output]
         try:
-            reference = [ort_session(self.prepared.model).run(names, f) for f in feeds]
-            result = [ort_session(quantized).run(names, f) for f in feeds]
+            float_session, quantized_session = _check_session(self.prepared.model), self._session_of(quantized)
+            reference = [float_session.run(names, f) for f in feeds]
+            result = [quantized_session.run(names, f) for f in feeds]
         except Exception as exc:  # noqa: BLE001 - the load check has passed; an odd feed only skips the check
             log.debug("output check skipped: %s", exc)
             return []
@@ -376,6 +386,7 @@ class QuantizationRun:
         self.notes.extend(self._collapsed_outputs(quantized))
         quantized, batch_note = restore_dynamic_batch(quantized, self.prepared.dynamic_batch, self.source_outputs,
                                                       lambda candidate: self._batch_problem(candidate, quantized))
+        self._checked = None  # the session's memory goes with the checks
         if batch_note:
             self.notes.append(batch_note)
         if self.float16_io is not None:
@@ -420,6 +431,12 @@ def _collapse_problem(reference: np.ndarray, quantized: np.ndarray) -> str:
         return f"is constant ({b[0]:.4g}) where FP32's varies"
     c = cosine(a, b)
     return f"has cosine {c:.3f} to FP32" if np.isfinite(c) and c < COLLAPSE_COSINE else ""
+
+
+def _check_session(model: onnx.ModelProto) -> Any:
+    """A session for finish()'s checks, which run a sample or two: without graph optimizations, which
+    halve the load time of a model whose quantizers are functions (BFP16/MX) and change no result."""
+    return ort_session(model, graph_optimization_level=ort.GraphOptimizationLevel.ORT_DISABLE_ALL)
 
 
 def _infer(model: onnx.ModelProto) -> onnx.ModelProto:
