@@ -176,7 +176,10 @@ class NPUProgram:
         from html import escape
 
         reasons = self.cpu_reasons()
-        body = reasons.head(50).to_html(index=False) if len(reasons) else "<p>Every operator runs on the NPU.</p>"
+        boundary = sum(n.quantizer for n in self.cpu_nodes)
+        all_on_npu = (f"<p>Every operator of the model runs on the NPU; the {boundary} CPU operator(s) are quantizer "
+                      "nodes where data enters or leaves it.</p>" if boundary else "<p>Every operator runs on the NPU.</p>")
+        body = reasons.head(50).to_html(index=False) if len(reasons) else all_on_npu
         return (f"<div><b>{escape(self.target.label)}</b>: {escape(self.summary())}<pre>{escape(self.ep_log())}</pre>"
                 f"<details><summary>CPU operators and why</summary>{body}</details></div>")
 

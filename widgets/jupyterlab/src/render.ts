@@ -236,11 +236,18 @@ export function renderPartitionHead(partition: IPartition, facts: IFacts | null)
     .map(([k, v]) => `${escapeHTML(k)} ${escapeHTML(formatMs(v))}`)
     .join(' · ');
   const reasons = new Map<string, number>();
+  let cpuQuantizers = 0;
   for (const node of partition.nodes) {
     if (node.device === 'CPU' && !node.quantizer) {
       reasons.set(node.reason, (reasons.get(node.reason) ?? 0) + 1);
+    } else if (node.device === 'CPU') {
+      cpuQuantizers += 1;
     }
   }
+  // the headline counts every node: its CPU operators must not meet "every operator runs on the NPU"
+  const allOnNpu = cpuQuantizers
+    ? `<p>Every operator of the model runs on the NPU; the ${cpuQuantizers} CPU operator${cpuQuantizers === 1 ? ' is a quantizer node' : 's are quantizer nodes'} where data enters or leaves it.</p>`
+    : '<p>Every operator runs on the NPU.</p>';
   const reasonList = reasons.size
     ? '<ul class="rnb-reasons">' +
       [...reasons.entries()]
@@ -248,7 +255,7 @@ export function renderPartitionHead(partition: IPartition, facts: IFacts | null)
         .map(([reason, n]) => `<li><b>${n}×</b> ${escapeHTML(reason)}</li>`)
         .join('') +
       '</ul>'
-    : '<p>Every operator runs on the NPU.</p>';
+    : allOnNpu;
   return (
     '<section class="rnb-partition">' +
     `<p class="rnb-headline">${escapeHTML(partitionHeadline(partition))}</p>` +

@@ -194,6 +194,11 @@ test('the partition lists CPU reasons grouped, hides quantizer nodes unless aske
   assert.match(all, /QuantizeLinear/);
   assert.doesNotMatch(all, /quantizer nodes hidden/);
   assert.match(renderPartitionHead(partition([node('conv', 'Conv', 'NPU')]), null), /Every operator runs on the NPU/);
+  // CPU operators that are all boundary quantizers: said as such, never "every operator runs on the NPU" alone
+  const boundary = renderPartitionHead(partition([
+    node('q', 'QuantizeLinear', 'CPU', { quantizer: true }), node('conv', 'Conv', 'NPU'),
+    node('dq', 'DequantizeLinear', 'CPU', { quantizer: true })]), null);
+  assert.match(boundary, /the 2 CPU operators are quantizer nodes where data enters or leaves it/);
 });
 
 test('the summary escapes names from the model file and lists inputs and outputs', () => {
