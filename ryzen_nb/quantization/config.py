@@ -443,6 +443,12 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
     method = get_method(qc.calibrate_method)
     power_of_two = method.power_of_two
     npu = bool(qc.enable_npu_cnn)
+    if npu and qc.per_channel:  # Quark raises the same; ignoring it would quantize per tensor silently
+        raise ConfigError("per_channel=True is not possible with enable_npu_cnn=True (XINT8): the NPU's CNN flow "
+                          "uses one power-of-two scale per weight tensor. Set per_channel=False, or use A8W8 or "
+                          "A16W8, which take per-channel weights.")
+    if qc.reduce_range:
+        raise ConfigError("reduce_range=True (7-bit weights) is not available in ryzen-nb; set it to False.")
     act_fmt, act_opts, act_round, act_axis = _format_for(_name(qc.activation_type), extra)
     w_fmt, w_opts, w_round, w_axis = _format_for(_name(qc.weight_type), extra)
     if power_of_two and not (formats.get(act_fmt).info.family == "integer"):

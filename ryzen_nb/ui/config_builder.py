@@ -221,6 +221,7 @@ class ConfigBuilder(w.VBox):
             self.weight_type.value = self._option(self.weight_type, qc.weight_type)
             self.calibrate_method.value = self._option(self.calibrate_method, qc.calibrate_method)
             self.per_channel.value = bool(qc.per_channel)
+            self.per_channel.disabled = bool(qc.enable_npu_cnn)  # XINT8: per-tensor only (resolve says why)
             self.activation_symmetric.value = bool(extra.get("ActivationSymmetric", default("ActivationSymmetric")))
             self.weight_symmetric.value = bool(extra.get("WeightSymmetric", default("WeightSymmetric")))
             self.cle.value = bool(qc.include_cle)

@@ -95,3 +95,10 @@ def test_loading_a_config_with_names_not_in_the_model(model) -> None:
     assert builder.config.global_quant_config.nodes_to_exclude == ["no_such_node"]  # kept, flagged
     without_model = ConfigBuilder()
     assert without_model.exclude_nodes.options == () and without_model.problems == []
+
+
+def test_per_channel_is_offered_only_where_the_preset_takes_it(model) -> None:
+    builder = ConfigBuilder(model, preset="XINT8")
+    assert builder.per_channel.disabled  # the NPU CNN flow is per tensor; resolve() would refuse it
+    builder.reset("A8W8")
+    assert not builder.per_channel.disabled

@@ -54,8 +54,21 @@ def test_quark_style_editing_and_enums() -> None:
                              enable_npu_cnn=True,
                              extra_options={"ActivationSymmetric": True, "ForceQuantizeNoInputCheck": True})
     assert resolve(qc2).preset == "XINT8"  # written out by hand, it is still the XINT8 preset
-    qc2.per_channel = True
+    qc2.extra_options["BiasCorrection"] = True
     assert resolve(qc2).preset is None  # modified: a custom config
+
+
+def test_options_the_npu_cnn_flow_cannot_honour_are_errors_not_ignored() -> None:
+    qc = get_default_config("XINT8")
+    qc.per_channel = True  # was ignored: the model came out per tensor without a word
+    with pytest.raises(ConfigError, match="per_channel=True is not possible with enable_npu_cnn"):
+        resolve(qc)
+    qc = get_default_config("A8W8")
+    qc.per_channel = True
+    assert resolve(qc).weight.per_channel
+    qc.reduce_range = True
+    with pytest.raises(ConfigError, match="reduce_range"):
+        resolve(qc)
 
 
 def test_unknown_names_suggest_the_closest() -> None:
