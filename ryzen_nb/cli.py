@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 import numpy as np
-import onnx
 from rich import box
 from rich.console import Console
 from rich.table import Table
@@ -37,7 +36,7 @@ from ryzen_nb._version import __version__
 from ryzen_nb.calibration.recipe import Recipe
 from ryzen_nb.calibration.recipe_target import DATASET_FOR_MODEL
 from ryzen_nb.demo import run_demo
-from ryzen_nb.errors import ConfigError, RyzenNBError, UnknownNameError, closest_first
+from ryzen_nb.errors import ConfigError, RyzenNBError, UnknownNameError
 from ryzen_nb.evaluation.folders import evaluate_folders
 from ryzen_nb.graph.io import check_output, load_model, model_inputs, path_inputs, write_atomic
 from ryzen_nb.graph.shapes import with_input_shapes
@@ -117,23 +116,6 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message}. See `{self.prog} --help`.\n")
-
-
-def _known_op_types(op_types: list[str], model: str) -> None:
-    """An op type that no ONNX opset defines and the model does not use is a typo: excluding it
-    would silently exclude nothing. (A standard one the model lacks is fine: exclusion lists are
-    often shared between models.)"""
-    if not op_types:
-        return
-    try:
-        used = {n.op_type for n in onnx.load(model, load_external_data=False).graph.node}
-    except Exception:  # noqa: BLE001 - an unreadable model: loading it reports that, with its name
-        used = set()
-    for op_type in op_types:
-        if not onnx.defs.has(op_type) and op_type not in used:
-            near = closest_first(op_type, sorted({schema.name for schema in onnx.defs.get_all_schemas()}))[:3]
-            raise ConfigError(f"--exclude-op-types names {op_type!r}, which is no ONNX operator type; did you mean "
-                              f"{near[0]!r}? (closest: {', '.join(near)})")
 
 
 def _must_exist(path: str | None, option: str, what: str) -> None:
@@ -292,7 +274,6 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     else:
         config = Config(get_default_config(args.preset or "XINT8"))
     # the exclusions add to the config file's, as they add to the preset's
-    _known_op_types(args.exclude_op_types or [], args.input)
     config.global_quant_config.nodes_to_exclude.extend(args.exclude_nodes or [])
     config.global_quant_config.op_types_to_exclude.extend(args.exclude_op_types or [])
     summary = quantize(

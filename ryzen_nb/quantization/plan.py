@@ -381,10 +381,24 @@ def select_nodes(graph: onnx.GraphProto, settings: Settings, folded_nodes: Mappi
         down = reach({index[n] for n in _matching(starts, names, "subgraphs_to_exclude")}, succ)
         up = reach({index[n] for n in _matching(ends, names, "subgraphs_to_exclude")}, pred)
         chosen -= down & up
+    used = {n.op_type for n in graph.node}
+    _known_op_types(settings.exclude_op_types, used, "op_types_to_exclude")
+    _known_op_types(settings.op_types or (), used, "op_types_to_quantize")
     chosen -= {i for i, n in enumerate(graph.node) if n.op_type in settings.exclude_op_types}
     if settings.op_types is not None:
         chosen &= {i for i, n in enumerate(graph.node) if n.op_type in settings.op_types}
     return chosen
+
+
+def _known_op_types(op_types, used: set[str], option: str) -> None:
+    """An op type that no ONNX opset defines and the model does not use is a typo ("conv", "Conv2D"):
+    listing it would silently select nothing. A standard one the model lacks is fine: such lists are
+    often shared between models."""
+    for op_type in sorted(op_types):
+        if not onnx.defs.has(op_type) and op_type not in used:
+            near = closest_first(op_type, sorted({schema.name for schema in onnx.defs.get_all_schemas()} | used))[:3]
+            raise ConfigError(f"{option} names {op_type!r}, which is no ONNX operator type and not in the model; "
+                              f"did you mean {near[0]!r}? (closest: {', '.join(near)})")
 
 
 def with_format(ts: TensorSettings, name: str) -> TensorSettings:

@@ -183,6 +183,22 @@ def test_folded_node_names_are_accepted_in_nodes_to_exclude() -> None:
         quantize(model, None, qc, data, progress=False)
 
 
+
+def test_misspelt_op_types_are_errors_in_the_api_too() -> None:
+    """Checked only by the CLI before: from Python, op_types_to_exclude=["conv"] excluded nothing."""
+    model, data = conv_net()
+    qc = get_default_config("A8W8")
+    qc.op_types_to_exclude = ["conv"]
+    with pytest.raises(ConfigError, match="op_types_to_exclude names 'conv'.*did you mean 'Conv'"):
+        quantize(model, None, qc, data, progress=False)
+    qc.op_types_to_exclude = ["LSTM"]  # standard, not in this model: a shared list, fine
+    qc.op_types_to_quantize = ["Conv", "Relus"]
+    with pytest.raises(ConfigError, match="op_types_to_quantize names 'Relus'"):
+        quantize(model, None, qc, data, progress=False)
+    qc.op_types_to_quantize = ["Conv"]
+    quantize(model, None, qc, data, progress=False)
+
+
 def test_cli_convert_bf16_takes_input_shapes(tmp_path, capsys) -> None:
     model, _ = conv_net(batch="N")
     model.graph.input[0].type.tensor_type.shape.dim[2].dim_param = "H"
