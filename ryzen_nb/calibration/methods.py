@@ -16,6 +16,10 @@ MinMSE         power of 2   among 5 powers of two around NonOverflow's, the one 
                             error over the histogram (weights: over their exact values)
 =============  ===========  ========================================================================
 
+Float-scale weights take MinMax, or with ``WeightCalibrateMethod="MinMSE"`` (Quark's
+``ExtendedCalibrationMethod.MinMSE``) the clipping range of least squared error among Quark's
+candidates: :func:`minmse_float_range`.
+
 Power-of-two methods follow docs/quark.md#power-of-two-calibration (Quark ``calibrators.py``/``quant_utils.py``).
 """
 
@@ -32,7 +36,8 @@ from ryzen_nb.calibration.stats import TensorStats
 from ryzen_nb.errors import ConfigError, UnknownNameError
 from ryzen_nb.formats.integer import IntegerFormat
 
-__all__ = ["CalibrationMethod", "METHODS", "get_method", "QuantParams", "pow2_scale_for_values"]
+__all__ = ["CalibrationMethod", "METHODS", "get_method", "QuantParams", "pow2_scale_for_values",
+           "MINMSE_FLOAT_MODES", "minmse_float_range"]
 
 
 @dataclass(frozen=True)
@@ -187,3 +192,46 @@ def pow2_scale_for_values(values: np.ndarray, fmt: IntegerFormat, method: str = 
     p0 = _legacy_pos(lo, hi, fmt) if legacy else _pos(amax / half if amax > 0 else 1.0)
     pos = _best_pos(v, None, p0, fmt, zp) if get_method(method).name == "MinMSE" else p0
     return np.float32(2.0**-pos), zp
+
+
+# -- float-scale MinMSE for weights (Quark's ExtendedCalibrationMethod.MinMSE) --------------------------
+#: candidate ranges per mode, as Quark's compute_minmse: "Percentile" — the central 99.9, 99.99, 99.999
+#: and 99.9999 % of the values; "HistCenter" / "All" — ranges between the centres of a histogram's bins,
+#: from the central half of the bins outwards, the error measured on the bin centres (weighted by their
+#: counts) or on every value
+MINMSE_FLOAT_MODES = ("Percentile", "HistCenter", "All")
+
+
+def minmse_float_range(values: np.ndarray, fmt: IntegerFormat, symmetric: bool, mode: str = "Percentile"
+                       ) -> tuple[float, float]:
+    """The clipping range ``(rmin, rmax)`` of ``values`` whose float scale quantizes them with the least
+    squared error. Cutting a few outliers buys every other weight a finer step; MinMax keeps them."""
+    if mode not in MINMSE_FLOAT_MODES:
+        raise ConfigError(f"MinMSEModeFloatScale must be one of {', '.join(MINMSE_FLOAT_MODES)}; got {mode!r}.")
+    v = np.asarray(values, dtype=np.float64).reshape(-1)
+    if v.size == 0 or not v.any():
+        return 0.0, 0.0
+    if mode == "Percentile":
+        candidates = [(float(np.percentile(v, (100 - p) / 2)), float(np.percentile(v, 100 - (100 - p) / 2)))
+                      for p in (99.9, 99.99, 99.999, 99.9999)]
+        points, counts = v, None
+    else:
+        bins = min(2048, v.size)
+        counts, edges = np.histogram(v, bins=bins)
+        centers = (edges[1:] + edges[:-1]) / 2
+        candidates = [(float(centers[int((bins - i) / 2)]), float(centers[int(bins - (bins - i) / 2)]))
+                      for i in range(int(0.5 * bins), bins)]
+        points, counts = (centers, counts.astype(np.float64)) if mode == "HistCenter" else (v, None)
+    best, best_error, seen = candidates[-1], np.inf, set()
+    for lo, hi in candidates:
+        scale, zp = fmt.scale_from_range(lo, hi, symmetric=symmetric)
+        key = (float(scale), float(zp))
+        if key in seen or float(scale) <= 0:
+            continue
+        seen.add(key)
+        q = np.clip(np.rint(points / float(scale)) + float(zp), fmt.qmin, fmt.qmax)
+        err = (q - float(zp)) * float(scale) - points
+        error = float(np.sum(err * err) if counts is None else np.sum(counts * err * err))
+        if error < best_error:
+            best, best_error = (lo, hi), error
+    return best

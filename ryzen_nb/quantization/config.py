@@ -421,6 +421,18 @@ def _rounding(attrs: dict[str, Any]) -> str | None:
     return None if mode is None else {0: "half_away", 1: "half_up", 2: "half_even"}.get(int(mode), str(mode))
 
 
+def _weight_method(value: Any, power_of_two: bool, w_fmt: str) -> str:
+    """WeightCalibrateMethod (Quark: CalibrationMethod.MinMax or ExtendedCalibrationMethod.MinMSE)."""
+    name = str(getattr(value, "name", value)).rsplit(".", 1)[-1]
+    if name.lower() not in ("minmax", "minmse"):
+        raise ConfigError(f"WeightCalibrateMethod must be MinMax or MinMSE (ExtendedCalibrationMethod.MinMSE); "
+                          f"got {value!r}.")
+    if power_of_two or formats.get(w_fmt).info.family != "integer":
+        raise ConfigError("WeightCalibrateMethod applies to integer weights with float scales (A8W8, A16W8...); "
+                          "power-of-two methods choose weight scales themselves. Remove it, or use MinMax.")
+    return "MinMax" if name.lower() == "minmax" else "MinMSE"
+
+
 def resolve(qc: QuantizationConfig | Config | str) -> Settings:
     """What a config means for the engine; raises on anything unknown or inconsistent."""
     if isinstance(qc, str):
@@ -461,10 +473,13 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         format=act_fmt, symmetric=act_symmetric, power_of_two=power_of_two, method=method.name,
         block_axis=act_axis, options=act_opts, rounding=act_round,
     )
+    weight_method = "MinMSE" if method.name == "MinMSE" else "MinMax"
+    if _opt(extra, "WeightCalibrateMethod") is not None:
+        weight_method = _weight_method(extra["WeightCalibrateMethod"], power_of_two, w_fmt)
     weight = TensorSettings(
         format=w_fmt, symmetric=bool(_opt(extra, "WeightSymmetric")), power_of_two=power_of_two,
-        per_channel=bool(qc.per_channel) and not npu, method="MinMSE" if method.name == "MinMSE" else "MinMax",
-        block_axis=w_axis, options=w_opts, rounding=w_round,
+        per_channel=bool(qc.per_channel) and not npu, method=weight_method,
+        block_axis=w_axis, options=w_opts, rounding=w_round, minmse_mode=str(_opt(extra, "MinMSEModeFloatScale")),
     )
     if not _opt(extra, "QuantizeBias"):
         bias = "float"

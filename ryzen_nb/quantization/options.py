@@ -68,8 +68,10 @@ EXTRA_OPTIONS: dict[str, Option] = {
         _o("MinMSEMode", "All", "MinMSE statistics: 'All' (one histogram of every sample)"),
         _o("MinMSEModePof2Scale", "All", "Quark >= 0.10 name of MinMSEMode"),
         _o("LegacyNonOverflow", False, "vai_q_onnx's floor-based NonOverflow (guaranteed no overflow)"),
-        _o("WeightCalibrateMethod", None, "float-scale weights: MinMax (default) or MinMSE", "planned"),
-        _o("MinMSEModeFloatScale", "Percentile", "", "planned"),
+        _o("WeightCalibrateMethod", None, "float-scale weights: MinMax (None, the default) or MinMSE (the clipping "
+           "range of least squared error)"),
+        _o("MinMSEModeFloatScale", "Percentile", "WeightCalibrateMethod=MinMSE's candidates: Percentile, "
+           "HistCenter or All"),
         _o("LWPMetric", "mae", "LayerWisePercentile metric", "planned"),
         _o("ActivationBitWidth", 8, "LayerWisePercentile", "planned"),
         _o("PercentileCandidates", [99.99, 99.999, 99.9999], "LayerWisePercentile candidates", "planned"),

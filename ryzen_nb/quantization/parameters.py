@@ -27,7 +27,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ryzen_nb.calibration.methods import QuantParams, get_method, pow2_scale_for_values
+from ryzen_nb.calibration.methods import QuantParams, get_method, minmse_float_range, pow2_scale_for_values
 from ryzen_nb.calibration.runner import CalibrationResult
 from ryzen_nb.errors import ConfigError, ModelError
 from ryzen_nb.formats import ScaleKind
@@ -223,14 +223,21 @@ def _constant_params(values: np.ndarray, t: TensorPlan, fmt) -> QuantParams:
             scale, zp = pow2_scale_for_values(values, fmt, t.settings.method)
             return QuantParams(np.asarray(scale), np.asarray(zp), float(values.min(initial=0)),
                                float(values.max(initial=0)), t.settings.method)
+        minmse = t.role == "weight" and t.settings.method == "MinMSE"  # float-scale MinMSE (WeightCalibrateMethod)
         if per_channel:
             axis = t.axis % values.ndim
-            other = tuple(i for i in range(values.ndim) if i != axis)
-            lo, hi = values.min(axis=other), values.max(axis=other)
+            channels = np.moveaxis(values, axis, 0).reshape(values.shape[axis], -1)
+            if minmse:
+                lo, hi = np.array([minmse_float_range(c, fmt, t.settings.symmetric, t.settings.minmse_mode)
+                                   for c in channels]).T
+            else:
+                lo, hi = channels.min(axis=1), channels.max(axis=1)
+        elif minmse:
+            lo, hi = minmse_float_range(values, fmt, t.settings.symmetric, t.settings.minmse_mode)
         else:
             lo, hi = values.min(initial=0), values.max(initial=0)
         scale, zp = fmt.scale_from_range(lo, hi, symmetric=t.settings.symmetric)
-        return QuantParams(scale, zp, float(np.min(lo)), float(np.max(hi)), "MinMax")
+        return QuantParams(scale, zp, float(np.min(lo)), float(np.max(hi)), "MinMSE" if minmse else "MinMax")
     # scaled float formats (fp8 with a scale): amax onto the format's largest value
     amax = float(np.abs(values).max(initial=0)) or 1.0
     scale = np.float32(amax / fmt.element.max_normal)  # type: ignore[attr-defined]

@@ -24,6 +24,8 @@ class TensorSettings:
     power_of_two: bool = False
     per_channel: bool = False
     method: str = "MinMax"  #: calibration method (activations) / scale method (weights: MinMax or MinMSE)
+    #: float-scale MinMSE weights: which candidate ranges (calibration.methods.MINMSE_FLOAT_MODES)
+    minmse_mode: str = "Percentile"
     block_axis: int | None = None  #: force the axis block formats run along (None: the reduction axis)
     options: tuple[tuple[str, Any], ...] = ()  #: format options, e.g. (("variant", "compiler"),)
     rounding: str | None = None  #: format rounding (None: the format's default)

@@ -91,8 +91,10 @@ class LayerWiseMethod(_StrEnum):
 
 
 class ExtendedCalibrationMethod(_StrEnum):
-    """Quark's MinMSE for float scales. The config reads members by name, so this is ryzen-nb's
-    MinMSE, which searches power-of-two scales (a listed difference from Quark)."""
+    """Quark's MinMSE for float scales. As ``extra_options["WeightCalibrateMethod"]`` it is the
+    float-scale weight search (calibration.methods.minmse_float_range); as ``calibrate_method`` the
+    config reads members by name, so it is ryzen-nb's MinMSE, which searches power-of-two scales
+    (a listed difference from Quark)."""
 
     MinMSE = "MinMSE"
 
