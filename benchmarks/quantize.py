@@ -25,7 +25,10 @@ Per run:
                 quantizes once and reuses).
 
 onnxruntime runs only where it has the preset (A8W8 and, as the speed reference, XINT8: QDQ int8/int8
-symmetric MinMax per tensor; A16W8: int16 activations), after its documented ``quant_pre_process``.
+symmetric MinMax per tensor; A16W8: int16 activations), after its documented ``quant_pre_process`` (retried
+without symbolic shape inference, then skipped, where it fails; the row's ``preprocess`` says which).
+Every worker's address space is capped (``--worker-memory-gb``, default 8 GB; a run over it is reported as
+"out of memory (cap N GB)" instead of taking the machine down). Each row is printed as it completes.
 AMD Quark runs only when an interpreter where ``amd-quark`` imports is named (``--quark-python`` or
 ``RYZEN_NB_QUARK_PYTHON``); it is never a dependency of ryzen-nb. Quark's output models that use its
 custom operators are run with its custom-op library (``quark.onnx.get_library_path``) registered.
@@ -97,7 +100,8 @@ def _worker_reader(npz_path: str):
     with np.load(npz_path) as npz:  # each npz[name] reads the file again: read every array once
         arrays = {name: npz[name] for name in npz.files}
     count = len(next(iter(arrays.values())))
-    feeds = [{name: a[i] for name, a in arrays.items()} for i in range(count)]
+    # np.asarray: a[i] of a stacked scalar input is a numpy scalar, which Quark refuses; a 0-d array it takes
+    feeds = [{name: np.asarray(a[i]) for name, a in arrays.items()} for i in range(count)]
 
     class Reader:
         """The onnxruntime CalibrationDataReader protocol, duck-typed (all three tools accept it). The
@@ -147,9 +151,9 @@ def _work_onnxruntime(job: dict) -> dict:
     t = time.perf_counter()
     reader = _worker_reader(job["calibration"])
     pre = str(Path(job["output"]).with_suffix(".pre.onnx"))
-    quant_pre_process(job["model"], pre)  # the documented first step (python -m onnxruntime.quantization.preprocess)
+    source, route = _ort_pre_process(quant_pre_process, job["model"], pre)
     quantize_static(
-        pre, job["output"], reader,
+        source, job["output"], reader,
         quant_format=QuantFormat.QDQ,
         activation_type=getattr(QuantType, settings["activation_type"]),
         weight_type=getattr(QuantType, settings["weight_type"]),
@@ -158,8 +162,33 @@ def _work_onnxruntime(job: dict) -> dict:
         extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
     )
     quant_s = time.perf_counter() - t
-    os.remove(pre)
-    return {"import_s": import_s, "rss_import_mb": rss_import, "quant_s": quant_s, "version": onnxruntime.__version__}
+    if os.path.exists(pre):
+        os.remove(pre)
+    return {"import_s": import_s, "rss_import_mb": rss_import, "quant_s": quant_s, "version": onnxruntime.__version__,
+            "preprocess": route}
+
+
+#: how onnxruntime's pre-processing went: its documented default, without symbolic shape inference, or not at all
+PRE_PROCESS_ROUTES = ("symbolic", "no symbolic shape inference", "none (failed)")
+
+
+def _ort_pre_process(quant_pre_process, model: str, pre: str) -> tuple[str, str]:
+    """onnxruntime's documented first step (``python -m onnxruntime.quantization.preprocess``), which fails
+    on many exported models ("Incomplete symbolic shape inference"): retried with ``skip_symbolic_shape``,
+    then skipped. The model to quantize and the route taken (one of ``PRE_PROCESS_ROUTES``)."""
+    for route, options in zip(PRE_PROCESS_ROUTES[:2], ({}, {"skip_symbolic_shape": True})):
+        try:
+            quant_pre_process(model, pre, **options)
+            return pre, route
+        except Exception as exc:  # noqa: BLE001 - the next route
+            import traceback
+
+            where = traceback.format_exc(limit=-1).strip().splitlines()[1:2]  # the frame that raised
+            print(f"quant_pre_process({options or 'defaults'}) failed: {type(exc).__name__}: {exc} {where}",
+                  file=sys.stderr, flush=True)
+            if os.path.exists(pre):
+                os.remove(pre)
+    return model, PRE_PROCESS_ROUTES[2]
 
 
 def _work_quark(job: dict) -> dict:
@@ -211,8 +240,38 @@ def worker_main(job_path: str) -> int:
 # ------------------------------------------------------------------------------------------------
 # parent
 # ------------------------------------------------------------------------------------------------
-def run_worker(python: str, job: dict, workdir: Path, timeout: float) -> dict:
-    """Run one quantization in a fresh ``python`` process; the log goes to a file next to the output."""
+#: default address-space cap of a worker, GB (Quark took 21 GB on one corpus model and the machine with it)
+WORKER_MEMORY_GB = 8.0
+#: what running out of memory looks like in a worker's error or log (Python, numpy, C++, onnxruntime, torch)
+_MEMORY_MARKERS = ("MemoryError", "Unable to allocate", "bad_alloc", "bad allocation", "Cannot allocate memory",
+                   "Failed to allocate memory", "out of memory", "DefaultCPUAllocator: can't allocate")
+
+
+def _limit_memory(gb: float):
+    """A ``preexec_fn`` capping the child's address space (RLIMIT_AS) at ``gb`` GB; None without a cap."""
+    if not gb or gb <= 0:
+        return None
+
+    def limit() -> None:
+        import resource
+
+        cap = int(gb * 2**30)
+        _, hard = resource.getrlimit(resource.RLIMIT_AS)
+        if hard != resource.RLIM_INFINITY:
+            cap = min(cap, hard)
+        resource.setrlimit(resource.RLIMIT_AS, (cap, hard))
+
+    return limit
+
+
+def _out_of_memory(text: str) -> bool:
+    return any(marker in text for marker in _MEMORY_MARKERS)
+
+
+def run_worker(python: str, job: dict, workdir: Path, timeout: float, memory_gb: float = WORKER_MEMORY_GB) -> dict:
+    """Run one quantization in a fresh ``python`` process, its address space capped at ``memory_gb`` GB (0:
+    no cap; a worker that dies of it is ``out of memory (cap N GB)``); the log goes to a file next to the
+    output."""
     stem = f"{job['model_name']}_{job['preset']}_{job['tool']}"
     job = {**job, "result": str(workdir / f"{stem}.result.json")}
     job_file = workdir / f"{stem}.job.json"
@@ -226,16 +285,29 @@ def run_worker(python: str, job: dict, workdir: Path, timeout: float) -> dict:
     try:
         with open(log_file, "w") as log:
             proc = subprocess.run([python, str(Path(__file__).resolve()), "--worker", str(job_file)],
-                                  stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout, cwd=workdir)
+                                  stdout=log, stderr=subprocess.STDOUT, env=env, timeout=timeout, cwd=workdir,
+                                  preexec_fn=_limit_memory(memory_gb))
     except subprocess.TimeoutExpired:
         return {"status": "error", "error": f"timed out after {timeout:.0f} s", "log": str(log_file)}
     wall = time.perf_counter() - wall
     result_file = Path(job["result"])
+    oom = f"out of memory (cap {memory_gb:g} GB)" if memory_gb and memory_gb > 0 else "out of memory"
     if not result_file.exists():
-        tail = log_file.read_text(errors="replace")[-600:]
-        return {"status": "error", "error": f"worker exited with {proc.returncode} and no result: ...{tail}",
+        tail = log_file.read_text(errors="replace")[-3000:]
+        if _out_of_memory(tail):
+            return {"status": "error", "error": oom, "returncode": proc.returncode, "log": str(log_file)}
+        if proc.returncode == -9:
+            return {"status": "error", "error": f"killed (SIGKILL: {oom}?)", "log": str(log_file)}
+        return {"status": "error", "error": f"worker exited with {proc.returncode} and no result: ...{tail[-600:]}",
                 "log": str(log_file)}
     result = json.loads(result_file.read_text())
+    if result["status"] != "ok" and (_out_of_memory(result.get("error", ""))
+                                     or _out_of_memory(log_file.read_text(errors="replace")[-3000:])):
+        result["error_detail"], result["error"] = result.get("error"), oom
+    elif result["status"] == "ok" and _out_of_memory(log_file.read_text(errors="replace")):
+        # the tool caught it and went on (Quark falls back from MinMSE to NonOverflow calibration): say so
+        cap = f" under the {memory_gb:g} GB cap" if memory_gb and memory_gb > 0 else ""
+        result["memory_note"] = f"ran out of memory{cap} and went on, see its log"
     result["process_s"] = wall
     result["log"] = str(log_file)
     if result["status"] == "ok":
@@ -244,12 +316,13 @@ def run_worker(python: str, job: dict, workdir: Path, timeout: float) -> dict:
     return result
 
 
-def run_quantization(python: str, job: dict, workdir: Path, timeout: float, repeat: int) -> dict:
+def run_quantization(python: str, job: dict, workdir: Path, timeout: float, repeat: int,
+                     memory_gb: float = WORKER_MEMORY_GB) -> dict:
     """``repeat`` fresh-process runs of one quantization: the fastest run's times (other load on the
     machine only ever adds time), the largest peak RSS; stops at the first failure."""
     runs = []
     for _ in range(max(1, repeat)):
-        res = run_worker(python, job, workdir, timeout)
+        res = run_worker(python, job, workdir, timeout, memory_gb)
         if res["status"] != "ok":
             return res
         runs.append(res)
@@ -359,6 +432,17 @@ def evaluate(path: Path, fp32, holdout: list, reference: list, threads: int, rou
             "latency_rounds_ms": [round(v, 4) for v in q_ms], "fp32_rounds_ms": [round(v, 4) for v in fp32_ms]}
 
 
+def row_line(row: dict) -> str:
+    """One finished row of the table, for printing as soon as it is measured."""
+    head = f"row: {row['model']:14s} {row['preset']:10s} {row['tool']:11s} {row.get('status', '?')}"
+    if row.get("status") != "ok":
+        return f"{head} {row.get('error') or ''}".rstrip()
+    values = [(k, row.get(k)) for k in ("quant_s", "rss_mb", "size_kb", "cosine", "top1", "latency_ms", "speed")]
+    pre = f"  pre-process: {row['preprocess']}" if row.get("preprocess") not in (None, "symbolic") else ""
+    memory = f"  ({row['memory_note']})" if row.get("memory_note") else ""
+    return head + "".join(f"  {k} {v:.4g}" for k, v in values if isinstance(v, (int, float))) + pre + memory
+
+
 def _verdict(value: float, goal: float | None, higher_is_better: bool = True) -> str:
     """met / NOT met against a goal; a row without a goal (or without a measurement) is neither."""
     import math
@@ -446,6 +530,9 @@ def main(argv: list[str] | None = None):
                         help="quantization runs per tool and preset, each in a fresh process; the fastest counts "
                              "(default 1)")
     parser.add_argument("--timeout", type=float, default=3600, help="seconds allowed per quantization run")
+    parser.add_argument("--worker-memory-gb", type=float, default=WORKER_MEMORY_GB,
+                        help=f"address-space cap of each quantization subprocess, GB (default {WORKER_MEMORY_GB:g}; "
+                             "0 = none); a tool that exceeds it is 'out of memory (cap N GB)'")
     parser.add_argument("--keep", help="keep the models, logs and results in this folder")
     parser.add_argument("--csv", help="also write the results to this CSV file")
     parser.add_argument("--json", help="also write the results (and the goals) to this JSON file")
@@ -487,23 +574,26 @@ def main(argv: list[str] | None = None):
                     row = {"model": m, "preset": p, "tool": tool}
                     if tool == "onnxruntime" and p not in ORT_EQUIVALENT:
                         rows.append({**row, "status": "n/a"})
+                        print(row_line(rows[-1]), flush=True)
                         continue
                     key = (m, json.dumps(ORT_EQUIVALENT.get(p), sort_keys=True))
                     if tool == "onnxruntime" and key in ort_done:  # the same S8S8 model: quantized once
                         rows.append({**ort_done[key], "preset": p})
+                        print(row_line(rows[-1]), flush=True)
                         continue
                     if tool == "quark" and quark_status != "ok":
                         rows.append({**row, "status": quark_status})
+                        print(row_line(rows[-1]), flush=True)
                         continue
                     python = args.quark_python if tool == "quark" else sys.executable
                     out = workdir / f"{m}_{p}_{tool}.onnx"
                     job = {"tool": tool, "preset": p, "model": str(info["path"]), "model_name": m,
                            "calibration": str(info["calibration"]), "output": str(out)}
                     print(f"[{m} {p} {tool}] quantizing ...", end=" ", flush=True, file=sys.stderr)
-                    res = run_quantization(python, job, workdir, args.timeout, repeat)
+                    res = run_quantization(python, job, workdir, args.timeout, repeat, args.worker_memory_gb)
                     row.update({k: res.get(k) for k in ("status", "quant_s", "import_s", "calib_s", "rss_mb",
                                                          "rss_import_mb", "size_kb", "version", "error", "log",
-                                                         "quant_runs_s")})
+                                                         "quant_runs_s", "preprocess", "memory_note")})
                     if res["status"] == "ok":
                         custom = res if res.get("custom_op_library") else None
                         try:
@@ -516,6 +606,7 @@ def main(argv: list[str] | None = None):
                     else:
                         print(f"FAILED: {res.get('error')}", file=sys.stderr)
                     rows.append(row)
+                    print(row_line(row), flush=True)  # as it completes: a long run shows its rows as it goes
                     if tool == "onnxruntime" and row.get("status") == "ok":
                         ort_done[key] = row
     finally:

