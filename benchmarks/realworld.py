@@ -73,7 +73,7 @@ RECOVERY = [
     Recovery("silero_vad_op15", "A8W8", "per-channel weights", {"per_channel": True}),
     Recovery("silero_vad_op15", "A16W8", "per-channel weights", {"per_channel": True}),
     Recovery("silero_vad_half", "A16W8", "per-channel weights", {"per_channel": True}),
-    # partly: the LayerNorm arithmetic that tf2onnx spells out element-wise left in float (A16W8 recovers it all)
+    # the LayerNorm arithmetic that tf2onnx spells out element-wise left in float (a label more; A16W8 keeps all)
     Recovery("magika", "A8W8", "LayerNorm ops in float", {"op_types_to_exclude": [
         "ReduceMean", "Sub", "ReduceSumSquare", "Div", "Sqrt", "Reciprocal", "BatchNormalization"]}),
 ]

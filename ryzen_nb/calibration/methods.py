@@ -13,7 +13,8 @@ Distribution   float        float8 only: scale from the distribution's spread (o
 NonOverflow    power of 2   the power of two nearest the MinMax scale (Quark; ``legacy=True``:
                             the largest power of two that cannot overflow, vai_q_onnx)
 MinMSE         power of 2   among 5 powers of two around NonOverflow's, the one with least squared
-                            error over the histogram (weights: over their exact values)
+                            error over the histogram (weights: over their exact values; a Softmax
+                            input: each value weighted by its softmax probability)
 =============  ===========  ========================================================================
 
 Float-scale weights take MinMax, or with ``WeightCalibrateMethod="MinMSE"`` (Quark's
@@ -172,8 +173,11 @@ def _pow2_params(name: str, stats: TensorStats, fmt: IntegerFormat, legacy: bool
     p0 = _legacy_pos(lo, hi, fmt) if legacy else _pos(_symmetric_float_scale(lo, hi, fmt))
     pos = p0
     if name == "MinMSE":
-        used = stats.hist > 0
-        pos = _best_pos(stats.centers[used], stats.hist[used].astype(np.float64), p0, fmt, zp)
+        # a Softmax input: the error that counts is the Softmax's, so each value weighs its probability
+        # (the logits far below their row's maximum, which clipping moves, weigh nothing)
+        weights = stats.relevance if stats.relevance is not None and stats.relevance.sum() > 0 else stats.hist
+        used = weights > 0
+        pos = _best_pos(stats.centers[used], weights[used].astype(np.float64), p0, fmt, zp)
     scale = np.float32(2.0**-pos)
     return QuantParams(np.asarray(scale), np.asarray(zp, dtype=np.int64), lo, hi, name)
 

@@ -63,10 +63,15 @@ def collect_statistics(
     num_bins: int = DEFAULT_NUM_BINS,
     moving_average: float | None = None,
     progress: bool = True,
+    softmax: Mapping[str, tuple[int, bool]] | None = None,
 ) -> CalibrationResult:
-    """Statistics of ``tensors`` (name -> whether a histogram is needed) over the reader's samples."""
+    """Statistics of ``tensors`` (name -> whether a histogram is needed) over the reader's samples;
+    ``softmax`` names the tensors read only by a Softmax, with its (axis, coerce): their histograms
+    also weigh each value by its softmax probability (:attr:`TensorStats.relevance`)."""
     names = list(tensors)
-    stats = {n: TensorStats(histogram=tensors[n], num_bins=num_bins, moving_average=moving_average) for n in names}
+    softmax = softmax or {}
+    stats = {n: TensorStats(histogram=tensors[n], num_bins=num_bins, moving_average=moving_average,
+                            softmax=softmax.get(n)) for n in names}
     reader.bind(prepared.input_names)
     augmented = _augmented(prepared.model, names) if names else None
     session = ort_session(augmented) if augmented is not None else None

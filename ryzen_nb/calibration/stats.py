@@ -35,6 +35,12 @@ class TensorStats:
     max: float = -np.inf
     threshold: float = 0.0  #: the histogram covers [-threshold, threshold]
     hist: np.ndarray | None = field(default=None, repr=False)
+    #: for a Softmax input: (axis, coerce) of the Softmax (coerce: opset < 13, the axes from ``axis`` on
+    #: flattened into one); each value then also counts in :attr:`relevance` with its softmax probability
+    softmax: tuple[int, bool] | None = None
+    #: the histogram again, each value weighted by its softmax probability: how much an error on it
+    #: moves the Softmax's output (values far below their row's maximum weigh nothing)
+    relevance: np.ndarray | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.num_bins % 4:
@@ -57,25 +63,35 @@ class TensorStats:
         self.count += 1
         self.elements += flat.size
         if self.histogram:
-            self._add_to_histogram(flat, max(abs(lo), abs(hi)))
+            weights = _softmax(np.asarray(x, dtype=np.float64), *self.softmax).reshape(-1) if self.softmax else None
+            self._add_to_histogram(flat, max(abs(lo), abs(hi)), weights)
         return True
 
-    def _add_to_histogram(self, flat: np.ndarray, amax: float) -> None:
+    def _add_to_histogram(self, flat: np.ndarray, amax: float, weights: np.ndarray | None = None) -> None:
         if self.hist is None:
             self.hist = np.zeros(self.num_bins, dtype=np.int64)
             self.threshold = max(amax, _TINY)
+        if weights is not None and self.relevance is None:
+            self.relevance = np.zeros(self.num_bins, dtype=np.float64)
         while amax > self.threshold:
             # double the range: the old bins become the middle half, merged in pairs
-            merged = self.hist.reshape(-1, 2).sum(axis=1)
             quarter = self.num_bins // 4
-            self.hist = np.zeros_like(self.hist)
-            self.hist[quarter : quarter + merged.size] = merged
+            for attr in ("hist", "relevance"):
+                old = getattr(self, attr)
+                if old is None:
+                    continue
+                merged = old.reshape(-1, 2).sum(axis=1)
+                new = np.zeros_like(old)
+                new[quarter : quarter + merged.size] = merged
+                setattr(self, attr, new)
             self.threshold *= 2.0
         # bin indices by one multiply and bincount: 7x faster than np.histogram, which also
         # re-checks every value against the exact edges (a value on an edge may land one bin off here)
         index = ((flat + np.float32(self.threshold)) * np.float32(self.num_bins / (2.0 * self.threshold))).astype(np.intp)
         np.clip(index, 0, self.num_bins - 1, out=index)
         self.hist += np.bincount(index, minlength=self.num_bins)
+        if weights is not None and self.relevance is not None:
+            self.relevance += np.bincount(index, weights=weights, minlength=self.num_bins)
 
     @property
     def edges(self) -> np.ndarray:
@@ -91,3 +107,17 @@ class TensorStats:
         half = self.num_bins // 2
         folded = self.hist[half:] + self.hist[:half][::-1]
         return folded, np.linspace(0.0, self.threshold, half + 1)
+
+
+def _softmax(x: np.ndarray, axis: int, coerce: bool) -> np.ndarray:
+    """ONNX Softmax of ``x`` (opset >= 13: along ``axis``; ``coerce``, opset < 13: over the axes from
+    ``axis`` on, flattened into one)."""
+    if x.ndim == 0:
+        return np.ones_like(x)
+    axis = axis % x.ndim
+    shape = x.shape
+    if coerce:
+        x = x.reshape(int(np.prod(shape[:axis], dtype=np.int64)), -1)
+        axis = 1
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).reshape(shape)

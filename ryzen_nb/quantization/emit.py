@@ -90,7 +90,9 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
                 elif source != name:
                     rename_input[(c, name)] = source
         else:
-            values = numpy_helper.to_array(inits[name])
+            values = plan.constant_values.get(name)
+            if values is None:
+                values = numpy_helper.to_array(inits[name])
             stored, chain_out = _store_constant(b, name, values, t, fmt, settings)
             new_inits.extend(stored)
             head.extend(b.nodes[start:])

@@ -12,6 +12,9 @@ Two rules hold by construction:
   that covers every member's own calibrated range — each member's range is computed with the
   config's method, and the group takes the widest: a Concat of box coordinates (0-320) with
   scores (0-1) never clamps the boxes to the scores' range;
+* a divisor never rounds to zero: an epsilon added to a non-negative tensor on its way to a
+  reciprocal or a division (a normalization's ``1 / sqrt(variance + eps)``) that the sum's scale
+  would round away is raised to one step of that scale (:func:`guard_divisors`);
 * an int32 bias never saturates: where ``bias / (s_input * s_weight)`` would leave int32 (tiny
   weight scales: a dead channel, int16 weights), the weight scale of that layer is raised until it
   fits — the remedy the hardware flow allows, since the bias scale is fixed by the accumulator —
@@ -35,8 +38,9 @@ from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.quantization.plan import QuantPlan, TensorPlan, scaled, sharing_groups, with_format
 from ryzen_nb.quantization.settings import Settings
+from ryzen_nb.spec.dpu import SHIFT_LIMITS
 
-__all__ = ["assign_parameters", "check_finite_constants", "INT32_BIAS_LIMIT"]
+__all__ = ["assign_parameters", "check_finite_constants", "guard_divisors", "INT32_BIAS_LIMIT"]
 
 log = logging.getLogger(__name__)
 
@@ -265,3 +269,96 @@ def _bias_params(model, plan: QuantPlan, t: TensorPlan, values: np.ndarray, sett
     return None
 
 
+#: operators that pass a tensor on unchanged in value or monotonically on the way to a divisor
+_TO_DIVISOR = frozenset({"Sqrt", "Reshape", "Squeeze", "Unsqueeze", "Flatten", "Expand", "Identity", "Transpose"})
+
+
+def _reaches_divisor(name: str, nodes, consumers: dict[str, list[int]], inits: dict[str, onnx.TensorProto]) -> str | None:
+    """The op type that divides by ``name`` (directly or through a square root and data movement):
+    a Reciprocal, a Div's divisor or a Pow with a negative exponent; None if nothing does."""
+    seen, stack = set(), [name]
+    while stack:
+        tensor = stack.pop()
+        if tensor in seen:
+            continue
+        seen.add(tensor)
+        for c in consumers.get(tensor, []):
+            node = nodes[c]
+            if node.op_type == "Reciprocal" or (node.op_type == "Div" and node.input[1] == tensor):
+                return node.op_type
+            if node.op_type == "Pow" and node.input[0] == tensor and node.input[1] in inits \
+                    and float(np.max(numpy_helper.to_array(inits[node.input[1]]))) < 0:
+                return node.op_type
+            if node.op_type in _TO_DIVISOR and node.input[0] == tensor:
+                stack.append(node.output[0])
+    return None
+
+
+def guard_divisors(model: onnx.ModelProto, plan: QuantPlan, settings: Settings) -> list[str]:
+    """Raise an epsilon that rounding would lose on its way to a divisor; returns notes.
+
+    ``Add(x, eps)`` with ``x >= 0`` (a variance, a mean square) and a small positive constant ``eps``,
+    whose sum reaches a Reciprocal, a Div's divisor or a negative Pow (through Sqrt), is how exported
+    normalizations guard ``1 / sqrt(var + eps)``. At 8 bits the sum's step is often far above
+    ``eps`` (magika's first LayerNorm: variances up to 157, step 1 or 2, eps 0.001; XINT8's shift-read
+    rule also moves eps to at most 7 positions finer than ``x``, where it rounds to 0): every variance
+    under half a step quantizes to 0 and the divisor to 0, giving ``inf`` (saturated to the largest
+    code) where the float model divides by ``sqrt(eps)``. The epsilon is then raised to one step of the
+    sum, the smallest value that survives its rounding, so the quantized divisor is never 0. Rows whose
+    variance is below that step get ``1 / sqrt(step)`` instead of a saturated value; the others keep
+    their quantized variance plus one step. (Quark 0.13's XINT8 gets the same effect by accident: its
+    shift-read refinement moves the epsilon's position from 16 to 7 but keeps the integer code, 66,
+    so eps becomes 66/128.)
+    """
+    graph = model.graph
+    nodes = list(graph.node)
+    inits = {t.name: t for t in graph.initializer}
+    consumers: dict[str, list[int]] = {}
+    for i, node in enumerate(nodes):
+        for n in node.input:
+            consumers.setdefault(n, []).append(i)
+    notes: list[str] = []
+    for i in plan.nodes:
+        node = nodes[i]
+        if node.op_type != "Add" or len(node.input) != 2:
+            continue
+        consts = [n for n in node.input if n in inits]
+        acts = [n for n in node.input if n not in inits]
+        if len(consts) != 1 or len(acts) != 1:
+            continue
+        c, x, y = consts[0], acts[0], node.output[0]
+        tc, tx, ty = plan.tensors.get(c), plan.tensors.get(x), plan.tensors.get(y)
+        if tc is None or tx is None or ty is None or None in (tc.params, tx.params, ty.params):
+            continue
+        fmt_c, fmt_y = tc.fmt(), ty.fmt()
+        if not isinstance(fmt_c, IntegerFormat) or not isinstance(fmt_y, IntegerFormat) \
+                or np.ndim(tc.params.scale) or np.ndim(ty.params.scale):
+            continue
+        if c in plan.constant_values or any(j != i for j in consumers.get(c, [])):
+            continue  # a constant other nodes read too keeps its value
+        values = numpy_helper.to_array(inits[c])
+        if values.size == 0 or not np.all(values == values.flat[0]) or not float(values.flat[0]) > 0 or tx.params.rmin < 0:
+            continue
+        divisor = _reaches_divisor(y, nodes, consumers, inits)
+        if divisor is None:
+            continue
+        step = float(ty.params.scale)
+        kw = {"scale": tc.params.scale, "zero_point": tc.params.zero_point, "rounding": tc.settings.rounding}
+        eps_q = float(np.max(fmt_c.quantize_dequantize(values.astype(np.float32), **kw)))
+        if eps_q > step / 2:
+            continue  # a zero x plus eps already rounds to one step or more
+        raised = np.full_like(values, step, dtype=values.dtype)
+        params = _constant_params(raised, tc, fmt_c)
+        if settings.npu_legality and tc.settings.power_of_two and not np.ndim(tx.params.scale):
+            # keep the Add's shift_read (docs/npu-numerics.md#xint8-shift-limits): eps at most 7 positions from x
+            pc, px = -np.log2(float(params.scale)), -np.log2(float(tx.params.scale))
+            pc = int(np.clip(round(pc), round(px) - SHIFT_LIMITS.shift_read_max, round(px) + SHIFT_LIMITS.shift_read_max))
+            params = replace(params, scale=np.asarray(np.float32(2.0**-pc)))
+        tc.params = params
+        plan.constant_values[c] = raised
+        new = float(np.max(fmt_c.quantize_dequantize(raised.astype(np.float32), scale=params.scale,
+                                                       zero_point=params.zero_point, rounding=tc.settings.rounding)))
+        notes.append(f"divisor guard: {c!r} ({float(values.flat[0]):.3g}), added to {x!r} before a {divisor}, "
+                     f"would round away at the sum's step {step:.3g} (the quantized divisor reaching 0 for every "
+                     f"value under {step / 2:.3g}); raised to {new:.3g}")
+    return notes

@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+import numpy as np
 import onnx
 
 from ryzen_nb import formats
@@ -78,6 +79,9 @@ class QuantPlan:
     duals: dict[str, TensorPlan] = field(default_factory=dict)
     groups: list[list[str]] = field(default_factory=list)  #: activations sharing one scale
     notes: list[str] = field(default_factory=list)
+    #: constants the quantized model holds with another value than the float one: a divisor's epsilon
+    #: raised so that it survives rounding (parameters.guard_divisors)
+    constant_values: dict[str, np.ndarray] = field(default_factory=dict)
 
     def formats_by_tensor(self) -> dict[str, str]:
         out = {name: t.format for name, t in self.tensors.items()}

@@ -32,6 +32,7 @@ from ryzen_nb.calibration.readers import IMAGE_SUFFIXES, CastingReader, RandomRe
 from ryzen_nb.calibration.runner import collect_statistics
 from ryzen_nb.calibration.validation import check_feed
 from ryzen_nb.errors import CalibrationDataError, ConfigError
+from ryzen_nb.graph.attributes import attribute
 from ryzen_nb.graph.batching import batch_agrees
 from ryzen_nb.graph.builder import make_model
 from ryzen_nb.graph.convert import float16_io, float16_to_float32, has_float16, with_float16_io
@@ -50,7 +51,7 @@ from ryzen_nb.graph.shapes import restore_dynamic_batch
 from ryzen_nb.metrics import cosine
 from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config, resolve
 from ryzen_nb.quantization.emit import emit, metadata_for
-from ryzen_nb.quantization.parameters import assign_parameters, check_finite_constants
+from ryzen_nb.quantization.parameters import assign_parameters, check_finite_constants, guard_divisors
 from ryzen_nb.quantization.plan import QuantPlan, make_plan
 from ryzen_nb.quantization.settings import Settings
 from ryzen_nb.quantization.xint8 import apply_dpu_rewrites, refine
@@ -272,6 +273,7 @@ class QuantizationRun:
         assign_parameters(self.prepared.model, plan, self.calibration, settings)
         if settings.npu_legality:
             plan.notes.extend(refine(self.prepared.model, plan, settings))
+        plan.notes.extend(guard_divisors(self.prepared.model, plan, settings))
         return plan
 
     def _calibrate(self, plan: Any) -> None:
@@ -289,7 +291,7 @@ class QuantizationRun:
             )
         hist = {name: get_method(t.settings.method).needs_histogram or t.settings.power_of_two for name, t in missing.items()}
         result = collect_statistics(self.prepared, self.reader, hist, moving_average=self.settings.moving_average,
-                                    progress=self.progress)
+                                    progress=self.progress, softmax=_softmax_inputs(self.prepared.model, hist))
         self.notes.extend(w for w in result.warnings if w not in self.notes)
         if self.calibration is None:
             self.calibration = result
@@ -420,6 +422,26 @@ class QuantizationRun:
 
 #: a quantized output this far from FP32 on the calibration data (cosine) computes wrong numbers
 COLLAPSE_COSINE = 0.5
+
+
+def _softmax_inputs(model: onnx.ModelProto, names: Any) -> dict[str, tuple[int, bool]]:
+    """Tensors of ``names`` whose every reader is a Softmax (a graph output is read by the user too)
+    -> (axis, coerce) of that Softmax: calibration weighs their values by softmax probability."""
+    opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for node in model.graph.node:
+        for n in node.input:
+            readers.setdefault(n, []).append(node)
+    outputs = {o.name for o in model.graph.output}
+    found: dict[str, tuple[int, bool]] = {}
+    for name in names:
+        nodes = readers.get(name, [])
+        if not nodes or name in outputs or any(n.op_type != "Softmax" or n.domain not in ("", "ai.onnx") for n in nodes):
+            continue
+        axes = {(int(attribute(n, "axis", -1 if opset >= 13 else 1)), opset < 13) for n in nodes}
+        if len(axes) == 1:
+            found[name] = axes.pop()
+    return found
 
 
 def _collapse_problem(reference: np.ndarray, quantized: np.ndarray) -> str:

