@@ -23,6 +23,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ryzen_nb.algorithms.layers import Activation, Layer, activation_after, layer_for
+from ryzen_nb.calibration.methods import constant_code_range
 from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.batching import SampleRunner
 from ryzen_nb.graph.prepare import prune_unused
@@ -51,14 +52,19 @@ class WeightQuantizer:
                 bshape[plan_tensor.axis % len(shape)] = -1
             self.scale = scale.reshape(bshape) if scale.ndim else scale
             self.zp = zp.reshape(bshape) if zp.ndim and zp.size > 1 else zp.reshape(())
-            self.qmin, self.qmax = float(self.fmt.qmin), float(self.fmt.qmax)
+            lo, hi = constant_code_range(self.fmt, plan_tensor.settings.symmetric)  # the codes emit stores
+            self.qmin, self.qmax = float(lo), float(hi)
+            self.narrow = (lo, hi) != (self.fmt.qmin, self.fmt.qmax)
 
     def __call__(self, w: np.ndarray) -> np.ndarray:
         """The values the quantized model computes with."""
         kw = lowering_args(self.t, self.fmt)  # the arguments the written quantizer gets
         if self.t.params is None and self.fmt.info.axis_role == "block" and w.ndim <= 1:
             kw["axis"] = 0  # a bias: one axis to block along
-        return np.asarray(self.fmt.quantize_dequantize(w.astype(np.float32), **kw), np.float64)
+        out = np.asarray(self.fmt.quantize_dequantize(w.astype(np.float32), **kw), np.float64)
+        if self.integer and self.narrow:  # emit.constant_codes: the codes stay in [qmin, qmax]
+            out = np.clip(out, (self.qmin - self.zp) * self.scale, (self.qmax - self.zp) * self.scale)
+        return out
 
     def in_range(self, w: np.ndarray) -> np.ndarray:
         """Where the straight-through gradient passes: inside the integer range (everywhere for

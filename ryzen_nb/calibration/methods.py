@@ -37,7 +37,7 @@ from ryzen_nb.calibration.stats import TensorStats
 from ryzen_nb.errors import ConfigError, UnknownNameError
 from ryzen_nb.formats.integer import IntegerFormat
 
-__all__ = ["CalibrationMethod", "METHODS", "get_method", "QuantParams", "pow2_scale_for_values",
+__all__ = ["CalibrationMethod", "METHODS", "get_method", "QuantParams", "constant_code_range", "pow2_scale_for_values",
            "MINMSE_FLOAT_MODES", "minmse_float_range"]
 
 
@@ -154,17 +154,29 @@ def _legacy_pos(lo: float, hi: float, fmt: IntegerFormat) -> int:
     return 127 if s <= 0 else int(np.clip(np.floor(np.log2(1.0 / s)), -128, 127))
 
 
-def _qdq_error(values: np.ndarray, weights: np.ndarray | None, pos: int, fmt: IntegerFormat, zp: int) -> float:
+def _qdq_error(values: np.ndarray, weights: np.ndarray | None, pos: int, fmt: IntegerFormat, zp: int,
+               codes: tuple[int, int] | None = None) -> float:
     s = 2.0**-pos
-    q = np.clip(np.rint(values / s) + zp, fmt.qmin, fmt.qmax)
+    lo, hi = codes if codes is not None else (fmt.qmin, fmt.qmax)
+    q = np.clip(np.rint(values / s) + zp, lo, hi)
     err = (q - zp) * s - values
     return float(np.sum(err * err) if weights is None else np.sum(weights * err * err))
 
 
-def _best_pos(values: np.ndarray, weights: np.ndarray | None, p0: int, fmt: IntegerFormat, zp: int) -> int:
+def _best_pos(values: np.ndarray, weights: np.ndarray | None, p0: int, fmt: IntegerFormat, zp: int,
+              codes: tuple[int, int] | None = None) -> int:
     candidates = [p0 + i - 1 for i in range(5)]  # Quark's pos_range = 5
-    errors = [_qdq_error(values, weights, p, fmt, zp) for p in candidates]
+    errors = [_qdq_error(values, weights, p, fmt, zp, codes) for p in candidates]
     return candidates[int(np.argmin(errors))]
+
+
+def constant_code_range(fmt: IntegerFormat, symmetric: bool = True) -> tuple[int, int]:
+    """The integer codes a quantized constant (weight, bias) may take: a symmetric signed format keeps
+    [-qmax, qmax] ([-127, 127] for int8), as Quark stores them (``quantize_nparray`` clips every
+    constant to the symmetric range); otherwise the format's whole range."""
+    if symmetric and fmt.signed:
+        return -fmt.qmax, fmt.qmax
+    return fmt.qmin, fmt.qmax
 
 
 def _pow2_params(name: str, stats: TensorStats, fmt: IntegerFormat, legacy: bool = False, **_: Any) -> QuantParams:
@@ -186,7 +198,8 @@ def pow2_scale_for_values(values: np.ndarray, fmt: IntegerFormat, method: str = 
     """Power-of-two scale (and zero point) for a constant tensor: weights and XINT8 biases.
 
     Quark quantizes weights with their MinMax range, then (MinMSE) searches the same five powers of
-    two on the exact squared error of the values themselves.
+    two on the exact squared error of the values themselves, codes clipped to the symmetric range
+    (:func:`constant_code_range`) as they are stored.
     """
     v = np.asarray(values, dtype=np.float64).reshape(-1)
     lo, hi = (float(v.min()), float(v.max())) if v.size else (0.0, 0.0)
@@ -194,7 +207,7 @@ def pow2_scale_for_values(values: np.ndarray, fmt: IntegerFormat, method: str = 
     half = (fmt.qmax - fmt.qmin) // 2  # weights use the symmetric range [-127, 127]
     amax = max(abs(lo), abs(hi))
     p0 = _legacy_pos(lo, hi, fmt) if legacy else _pos(amax / half if amax > 0 else 1.0)
-    pos = _best_pos(v, None, p0, fmt, zp) if get_method(method).name == "MinMSE" else p0
+    pos = _best_pos(v, None, p0, fmt, zp, constant_code_range(fmt)) if get_method(method).name == "MinMSE" else p0
     return np.float32(2.0**-pos), zp
 
 
@@ -227,13 +240,14 @@ def minmse_float_range(values: np.ndarray, fmt: IntegerFormat, symmetric: bool, 
                       for i in range(int(0.5 * bins), bins)]
         points, counts = (centers, counts.astype(np.float64)) if mode == "HistCenter" else (v, None)
     best, best_error, seen = candidates[-1], np.inf, set()
+    qlo, qhi = constant_code_range(fmt, symmetric)  # the codes a weight is stored with
     for lo, hi in candidates:
         scale, zp = fmt.scale_from_range(lo, hi, symmetric=symmetric)
         key = (float(scale), float(zp))
         if key in seen or float(scale) <= 0:
             continue
         seen.add(key)
-        q = np.clip(np.rint(points / float(scale)) + float(zp), fmt.qmin, fmt.qmax)
+        q = np.clip(np.rint(points / float(scale)) + float(zp), qlo, qhi)
         err = (q - float(zp)) * float(scale) - points
         error = float(np.sum(err * err) if counts is None else np.sum(counts * err * err))
         if error < best_error:

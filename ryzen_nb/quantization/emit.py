@@ -17,6 +17,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ryzen_nb._version import __version__
+from ryzen_nb.calibration.methods import constant_code_range
 from ryzen_nb.errors import ConfigError
 from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.builder import OPSET, RYZEN_NB_DOMAIN, RYZEN_NB_DOMAIN_VERSION, GraphBuilder
@@ -233,6 +234,19 @@ def _lower(b: GraphBuilder, fmt, x: str, shape, rank: int, kw: dict[str, Any], s
     return fmt.lower(b, x, shape=shape, rank=rank, **kw)
 
 
+def constant_codes(codes: np.ndarray, t: TensorPlan, fmt: IntegerFormat) -> np.ndarray:
+    """A constant's integer codes within :func:`constant_code_range` (int8 weights of a symmetric
+    scheme never take -128, as Quark stores them: a MinMSE power-of-two scale that clips a large
+    negative weight gives it -127, as it gives a large positive one 127)."""
+    lo, hi = constant_code_range(fmt, t.settings.symmetric)
+    if (lo, hi) == (fmt.qmin, fmt.qmax) or codes.size == 0:
+        return codes
+    wide = np.asarray(codes).astype(np.int64)
+    if wide.min() >= lo and wide.max() <= hi:
+        return codes
+    return np.clip(wide, lo, hi).astype(fmt.storage_dtype)
+
+
 def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPlan, fmt, settings: Settings):
     """Initializers holding a constant in its format, and the nodes that turn it back into float."""
     if isinstance(fmt, IntegerFormat) and t.params is not None:
@@ -240,7 +254,7 @@ def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPla
         if np.ndim(t.params.scale):
             kw["axis"] = t.axis
         q = fmt.quantize(values, **kw)
-        codes = numpy_helper.from_array(q.codes, b.unique(f"{name}_quantized"))
+        codes = numpy_helper.from_array(constant_codes(q.codes, t, fmt), b.unique(f"{name}_quantized"))
         scale = numpy_helper.from_array(np.asarray(t.params.scale, np.float32), b.unique(f"{name}_scale"))
         zp = numpy_helper.from_array(np.asarray(t.params.zero_point).astype(fmt.storage_dtype),
                                      b.unique(f"{name}_zero_point"))

@@ -41,15 +41,17 @@ MODELS = [name for name in realworld.CORPUS if name not in EXPECTED_ERRORS]
 FLOORS: dict[str, dict[str, tuple[float, float]]] = {
     "ppocr_det": {"XINT8": (0.94, 0.88), "A8W8": (0.92, 0.84), "A16W8": (0.93, 0.86), "BF16": (0.999, 0.99)},
     # poor at 8 and 16 bits with per-tensor weights (no line read as FP32 reads it): see RECOVERY
-    "ppocr_rec": {"XINT8": (0.50, 0.0), "A8W8": (0.70, 0.0), "A16W8": (0.70, 0.0), "BF16": (0.97, 0.75)},
+    "ppocr_rec": {"XINT8": (0.45, 0.0), "A8W8": (0.70, 0.0), "A16W8": (0.70, 0.0), "BF16": (0.97, 0.75)},
     "ppocr_cls": {"XINT8": (0.999, 0.875), "A8W8": (0.999, 0.875), "A16W8": (0.999, 0.875), "BF16": (0.999, 0.875)},
     # the output Concat stays float (boxes 0..320 beside scores 0..1); XINT8's HardSigmoid moves a few scores
     "nudenet_320n": {"XINT8": (0.99, 0.85), "A8W8": (0.995, 0.9), "A16W8": (0.999, 0.9), "BF16": (0.9999, 0.95)},
-    # the offsets output is the weakest (small values around 0); the faces found are the same
+    # the offsets output is the weakest (small values around 0); the faces found are the same. Cross-layer
+    # equalization (include_cle=True, Quark's legacy default) evens out the MobileNetV2 weights: A16W8 0.957
     "centerface": {"XINT8": (0.76, 0.9), "A8W8": (0.77, 0.9), "A16W8": (0.85, 0.9), "BF16": (0.995, 0.9)},
     "ddddocr_captcha": {"XINT8": (0.95, 0.75), "A8W8": (0.98, 0.875), "A16W8": (0.98, 0.875), "BF16": (0.999, 0.875)},
-    # XINT8's HardSigmoid stands in for the Sigmoid of every SiLU: see RECOVERY
-    "ddddocr_det": {"XINT8": (0.82, 0.85), "A8W8": (0.87, 0.9), "A16W8": (0.96, 0.95), "BF16": (0.999, 0.95)},
+    # XINT8's HardSigmoid stands in for the Sigmoid of every SiLU: see RECOVERY. The XINT8 network is fragile:
+    # one weight code of the first Conv moved by 1 swings the cosine between 0.81 and 0.88
+    "ddddocr_det": {"XINT8": (0.84, 0.85), "A8W8": (0.87, 0.9), "A16W8": (0.96, 0.95), "BF16": (0.999, 0.95)},
     # the whole network sits inside an If: passed through, nothing quantized
     "silero_vad": {"XINT8": (0.9999, 1.0), "A8W8": (0.9999, 1.0), "A16W8": (0.9999, 1.0), "BF16": (0.9999, 1.0)},
     # XINT8 outputs zeros, the others drift: see the acceptance bars and RECOVERY
