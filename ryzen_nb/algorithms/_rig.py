@@ -88,6 +88,10 @@ class Target:
     feed_w: str  #: graph input name feeding the weight in the quantized evaluation model
     feed_b: str | None
     activation: Activation | None = None  #: the ReLU / Clip right after the layer, if any
+    #: rows of the layer's 2-D input that make one item of the model's batch: a MatMul on
+    #: ``[batch, tokens, K]`` that preparation turned into a Gemm on ``[batch * tokens, K]`` has
+    #: ``tokens`` rows per item (1 for every other layer)
+    rows_per_item: int = 1
 
     @property
     def name(self) -> str:
@@ -112,6 +116,7 @@ class LayerRig:
             for name in node.input:
                 uses[name] = uses.get(name, 0) + 1
                 readers.setdefault(name, []).append(node)
+        producers = {o: node for node in model.graph.node for o in node.output}
         constants = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if not t.dims or len(t.dims) <= 1}
         graph_outputs = {o.name for o in model.graph.output}
         shapes = _shapes(model)
@@ -139,7 +144,8 @@ class LayerRig:
             bq = WeightQuantizer(tensors[b], tuple(inits[b].dims)) if b and b in tensors else None
             self.targets.append(Target(node, layer, w, b, WeightQuantizer(tensors[w], tuple(inits[w].dims)), bq,
                                        f"{w}::ryzen_nb_weight", f"{b}::ryzen_nb_bias" if b else None,
-                                       activation_after(node, readers.get(node.output[0], []), constants, graph_outputs)))
+                                       activation_after(node, readers.get(node.output[0], []), constants, graph_outputs),
+                                       _rows_per_item(node, layer, producers, shapes)))
         self._float_runner: SampleRunner | None = None
         self._quant_runner: SampleRunner | None = None
         self.values = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer
@@ -239,6 +245,22 @@ class LayerRig:
             if quant_output:
                 item["y_q"] = q[yq_name]
             yield item
+
+
+def _rows_per_item(node: onnx.NodeProto, layer: Layer, producers: dict[str, onnx.NodeProto],
+                   shapes: dict[str, tuple[int, ...]]) -> int:
+    """How many rows of a Gemm's 2-D input come from one item of the model's batch: the Gemm that
+    preparation made of a MatMul on ``[batch, tokens, K]`` reads it through a Reshape to
+    ``[batch * tokens, K]``, and one item is a sequence of ``tokens`` rows, as Quark batches it."""
+    if layer.op != "Gemm":
+        return 1
+    reshape = producers.get(node.input[0])
+    if reshape is None or reshape.op_type != "Reshape":
+        return 1
+    shape = shapes.get(reshape.input[0])
+    if not shape or len(shape) < 3 or shape[-1] != layer.weight_shape[1 if layer.attrs.get("transB", 0) else 0]:
+        return 1
+    return max(1, int(np.prod(shape[1:-1])))
 
 
 def _add_outputs(model: onnx.ModelProto, names: list[str]) -> None:

@@ -155,6 +155,10 @@ class _Objective:
     def __init__(self, rig: LayerRig, t: Target, o: FineTuneOptions, rng: np.random.Generator) -> None:
         data = list(rig.activations(t, float_input=o.drop_ratio < 1.0))
         self.x_q = np.concatenate([d["x_q"] for d in data])
+        # a batch draws items of the model's batch (images, token sequences), not single rows of a
+        # Gemm's input: a MatMul on [batch, tokens, K] that preparation turned into a Gemm reads
+        # tokens rows per sequence, and a batch of 4 rows saw 4 tokens instead of 4 sequences
+        self.rows = t.rows_per_item if len(self.x_q) % t.rows_per_item == 0 else 1
         self.x_f = np.concatenate([d["x_f"] for d in data]) if o.drop_ratio < 1.0 else None
         y_f = np.concatenate([d["y_f"] for d in data])
         del data
@@ -167,7 +171,10 @@ class _Objective:
         """A random batch: (prepared input, target)."""
         o = self.o
         count = o.batch_size * o.num_batches
-        idx = self.rng.choice(len(self.x_q), size=count, replace=count > len(self.x_q))
+        items = len(self.x_q) // self.rows
+        idx = self.rng.choice(items, size=count, replace=count > items)
+        if self.rows > 1:  # the rows of the items drawn
+            idx = (idx[:, None] * self.rows + np.arange(self.rows)).ravel()
         x = self.x_q[idx]
         if self.x_f is not None:  # QDrop: a share of the elements from the float network
             x = np.where(self.rng.random(x.shape) < o.drop_ratio, x, self.x_f[idx])

@@ -402,3 +402,31 @@ def _finetuned_on(model, data, preset: str, algorithm: str, iterations: int, **e
     qc.extra_options["FastFinetune"] = {"OptimAlgorithm": algorithm, "NumIterations": iterations, "BatchSize": 4,
                                         **extra}
     return quantized(model, qc, data)
+
+
+
+def test_finetuning_batches_draw_whole_sequences(monkeypatch) -> None:
+    """A MatMul on [batch, tokens, hidden] becomes a Gemm on [batch * tokens, hidden]: a batch of
+    BatchSize items must hold BatchSize whole token sequences (as Quark batches them), not
+    BatchSize single tokens (with 4 tokens a step, AdaRound on an encoder gained nothing)."""
+    from ryzen_nb.algorithms import finetune
+    from ryzen_nb.testing import bert_encoder, random_tokens
+
+    seq_len = 8
+    model = bert_encoder(0, layers=1, hidden=32, heads=2, seq_len=seq_len)
+    calibration = list(random_tokens(12, seq_len=seq_len, seed=1)[:, None])
+    batch = finetune._Objective.batch
+    drawn: dict[str, int] = {}
+
+    def checked(self):
+        prepared, target = batch(self)
+        assert prepared.shape[0] == target.shape[0] == 4 * seq_len, self.t.name  # BatchSize 4 sequences
+        sequences = [self.x_q[s : s + seq_len] for s in range(0, len(self.x_q), seq_len)]
+        for block in prepared.reshape(4, seq_len, -1):  # each one calibration sample's tokens, in order
+            assert any(np.array_equal(block, seq) for seq in sequences), self.t.name
+        drawn[self.t.name] = drawn.get(self.t.name, 0) + 1
+        return prepared, target
+
+    monkeypatch.setattr(finetune._Objective, "batch", checked)
+    summary = _finetuned_on(model, calibration, "A8W8", "adaround", 2)
+    assert len(drawn) == len(summary.reports["finetune"].table) >= 6 and set(drawn.values()) == {2}
