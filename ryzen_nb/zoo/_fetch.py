@@ -253,11 +253,15 @@ _POLL_S = 0.1
 
 
 def _bytes_so_far(folder: Path, filename: str) -> int:
-    """The size of the largest file called ``filename`` under ``folder`` (0 while there is none)."""
+    """The size of the largest file called ``filename`` under ``folder`` (0 while there is none).
+
+    os.walk, not Path.rglob: pip creates and deletes its temporary folders while this runs, and rglob
+    raises FileNotFoundError for a folder deleted between listing and reading it, where os.walk skips it."""
     sizes = [0]
-    for path in folder.rglob(filename):
-        with contextlib.suppress(OSError):  # pip may move or delete it between listing and stat
-            sizes.append(path.stat().st_size)
+    for root, _dirs, files in os.walk(folder):
+        if filename in files:
+            with contextlib.suppress(OSError):  # pip may move or delete it between listing and stat
+                sizes.append(os.stat(os.path.join(root, filename)).st_size)
     return max(sizes)
 
 

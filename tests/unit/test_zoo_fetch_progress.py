@@ -137,3 +137,20 @@ def test_the_bar_follows_the_bytes_pip_downloads(index: _Index, tmp_path: Path, 
     # pip takes PIECES x PAUSE_S to receive the file: the bar must have shown it arriving, not jumped to the end
     assert len(partial) >= 3, f"the bar did not move while pip downloaded ({len(WHEEL)} bytes): {positions}"
     assert not list((tmp_path / "cache" / "wheels").glob(".pip*")), "pip's scratch folders were left in the cache"
+
+
+def test_the_bar_survives_pip_deleting_its_folders_mid_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip creates and deletes temporary folders (pip-build-tracker-*) while the bar reads sizes: a
+    folder listed and gone before it is read must be skipped (Path.rglob raised FileNotFoundError)."""
+    (tmp_path / "pip-build-tracker-x").mkdir()
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "pkg.whl").write_bytes(b"x" * 10)
+    real_scandir = os.scandir
+
+    def vanishing(path: Any = "."):  # the tracker folder is deleted after its parent was listed
+        if str(path).endswith("pip-build-tracker-x"):
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", vanishing)
+    assert fetch._bytes_so_far(tmp_path, "pkg.whl") == 10
