@@ -85,6 +85,22 @@ def test_whole_cnn_equals_the_reference_interpreter(preset: str) -> None:
         assert np.array_equal(session.run(None, feed)[0], session.reference_run(feed)[0])
 
 
+@pytest.mark.parametrize("preset", ["XINT8", "A8W8", "A16W8"])
+def test_max_pool_on_codes_runs_in_float_with_the_same_numbers(preset: str) -> None:
+    # DequantizeLinear -> MaxPool -> QuantizeLinear would become onnxruntime's integer MaxPool (slow):
+    # the emulator casts the codes to float32 and back instead
+    model = resnet_cnn(0, blocks=(1,), width=8, image_size=16, stem_stride=2)
+    data = random_images(8, size=16)
+    q = ryzen_nb.quantize(model, None, preset, data, progress=False).model
+    session = npu.NPUSession(q, "STX")
+    pools = [n for n in session.emulated.graph.node if n.op_type == "MaxPool"]
+    producers = {o: n for n in session.emulated.graph.node for o in n.output}
+    assert len(pools) == 1 and producers[pools[0].input[0]].op_type == "Cast"
+    for x in data[:2]:
+        feed = {"input": x[None]}
+        assert np.array_equal(session.run(None, feed)[0], session.reference_run(feed)[0])
+
+
 @pytest.mark.parametrize("preset", ["XINT8", "A8W8", "A16W8", "BF16", "BFP16"])
 def test_encoder_kernels_are_bit_exact(preset: str) -> None:
     model = bert_encoder(0, layers=1, hidden=32, heads=2, seq_len=8)

@@ -11,7 +11,7 @@ from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.npu.kernels.base import KernelGraph
 from ryzen_nb.npu.kernels.cases import Case, CaseGraph
 from ryzen_nb.npu.kernels.integer import IntegerKernel, Terms
-from ryzen_nb.npu.kernels.lowering import centred, code_bound, const
+from ryzen_nb.npu.kernels.lowering import centred, code_bound, const, dequantized, f32_holds
 from ryzen_nb.spec.dpu import HARD_SIGMOID_ALPHA, HARD_SIGMOID_MULTIPLIER, HARD_SIGMOID_SHIFT, leaky_relu_alpha
 
 __all__ = ["IntegerAdd", "IntegerHardSigmoid", "IntegerLeakyRelu", "IntegerMul"]
@@ -39,6 +39,13 @@ class IntegerAdd(IntegerKernel):
                  for x, r in zip(inputs, self.inputs)]
         return b.op("Mul", b.op("Add", *parts), const(b, 2.0 ** (self.output.pos - p_max), np.float64))
 
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> str | None:
+        # Σ (x - zx) * 2**(pos_out - pos_x): each term a code times a power of two
+        exponents = [self.output.pos - r.pos for r in self.inputs]
+        if not f32_holds(sum(code_bound(r) * 2.0**e for r, e in zip(self.inputs, exponents)), min(exponents)):
+            return None
+        return b.op("Add", *(dequantized(b, x, r, 2.0**e) for x, r, e in zip(inputs, self.inputs, exponents)))
+
     def scaled_terms(self, xs: list[np.ndarray], inputs: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(x, np.ravel(r.scale).astype(np.float64) / self.output_scale) for r, x in zip(self.inputs, xs)]
 
@@ -55,8 +62,9 @@ class IntegerAdd(IntegerKernel):
             g = CaseGraph("add", "XINT8", seed=1)
             a = g.codes("a", [1, 4, 5, 5], 2.0**-4, 128, np.uint8)
             c = g.codes("b", [1, 4, 5, 5], 2.0**-5, 0, np.int8)
+            # float32 from two DequantizeLinear (exact: codes times powers of two); float64 with LeakyRelu
             yield g.case(g.quantize(g.op("Add", [a, c], under_test=True), 2.0**-3, 128, np.uint8,
-                                    activation=activation))
+                                    activation=activation), route={"DequantizeLinear": 0 if activation == "leaky" else 2})
             for precision, (dtype, zp, scale) in (("A8W8", _INT8_ASYM), ("A16W8", _INT16)):
                 g = CaseGraph("add", precision, seed=2)
                 a = g.codes("a", [2, 3, 7], scale, zp, dtype)
@@ -96,6 +104,14 @@ class IntegerMul(IntegerKernel):
         shift = self.output.pos - self.inputs[0].pos - self.inputs[1].pos
         return b.op("Mul", b.op("Mul", a0, a1), const(b, 2.0**shift, np.float64))
 
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> str | None:
+        # (x0 - z0) * 2**shift times (x1 - z1): an integer product times a power of two
+        shift = self.output.pos - self.inputs[0].pos - self.inputs[1].pos
+        if not f32_holds(float(code_bound(self.inputs[0]) * code_bound(self.inputs[1])) * 2.0**shift, shift):
+            return None
+        return b.op("Mul", dequantized(b, inputs[0], self.inputs[0], 2.0**shift),
+                    dequantized(b, inputs[1], self.inputs[1], 1.0))
+
     def _multiplier(self) -> np.ndarray:
         s0, s1 = (float(np.ravel(r.scale)[0]) for r in self.inputs)
         return np.array([s0 * s1 / self.output_scale])
@@ -116,7 +132,8 @@ class IntegerMul(IntegerKernel):
             g = CaseGraph("mul", "XINT8", seed=5)
             a = g.codes("a", [1, 3, 4, 4], 2.0**-4, 128, np.uint8)
             c = g.codes("b", [1, 3, 4, 4], 2.0**-6, 0, np.int8)
-            yield g.case(g.quantize(g.op("Mul", [a, c], under_test=True), 2.0**-1, 0, np.int8, activation=activation))
+            yield g.case(g.quantize(g.op("Mul", [a, c], under_test=True), 2.0**-1, 0, np.int8, activation=activation),
+                         route={"DequantizeLinear": 0 if activation == "leaky" else 2})
             for precision, (dtype, zp, scale) in (("A8W8", _INT8_ASYM), ("A16W8", _INT16)):
                 # float64 while the products times C stay below 2**53; int64 with a fused LeakyRelu
                 route = {"BitwiseAnd": 1} if activation == "leaky" else {"BitwiseAnd": 0, "Round": 1}

@@ -21,16 +21,12 @@ import numpy as np
 from onnx import TensorProto
 
 from ryzen_nb.graph.builder import GraphBuilder
-from ryzen_nb.npu.kernels.lowering import centred, channel_shape, code_bound, const
+from ryzen_nb.npu.kernels.lowering import F32_EXACT, centred, channel_shape, code_bound, const
 
 if TYPE_CHECKING:  # annotations only (mac.py imports this module)
     from ryzen_nb.npu.kernels.mac import IntegerMAC
 
 __all__ = ["F32_EXACT", "centred_weight", "f32_mac", "mac_bound", "mac_integer", "mac_operands", "weight_l1_bound"]
-
-#: float32 represents every integer below 2**24; one bit of margin for the +0.5 of DPU_ROUND
-F32_EXACT = 2.0**23
-
 
 def u8(b: GraphBuilder, codes: str, zp: int, dtype: Any) -> tuple[str, int]:
     """8-bit codes (int8 or uint8) as uint8, with their zero point: int8 codes move up by 128, and

@@ -16,8 +16,11 @@ from onnx import TensorProto
 from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.npu.kernels.base import QuantRef
 
-__all__ = ["ONNX_INT", "bf16_round", "centred", "channel_shape", "code_bound", "const", "rename_output",
-           "requant_int64", "round_half"]
+__all__ = ["F32_EXACT", "ONNX_INT", "bf16_round", "centred", "channel_shape", "code_bound", "const", "dequantized",
+           "f32_holds", "rename_output", "requant_int64", "round_half"]
+
+#: float32 represents every integer below 2**24; one bit of margin for the +0.5 of DPU_ROUND
+F32_EXACT = 2.0**23
 
 #: numpy integer dtype of quantized codes -> ONNX element type
 ONNX_INT = {np.dtype(np.int8): TensorProto.INT8, np.dtype(np.uint8): TensorProto.UINT8,
@@ -47,6 +50,21 @@ def centred(b: GraphBuilder, codes: str, ref: QuantRef, dtype: Any = np.float64)
     to = _ONNX_FLOAT.get(np.dtype(dtype), TensorProto.INT64)
     zp = np.asarray(ref.zero_point).astype(dtype)
     return b.op("Sub", b.op("Cast", codes, to=to), const(b, zp, dtype))
+
+
+def dequantized(b: GraphBuilder, codes: str, ref: QuantRef, scale: float) -> str:
+    """``(codes - zero_point) * scale`` in float32 by one DequantizeLinear: exact for 8/16-bit codes
+    and a power-of-two ``scale`` (nothing to round)."""
+    zp = np.asarray(np.ravel(ref.zero_point)[0]).astype(ref.dtype)
+    return b.op("DequantizeLinear", codes, const(b, scale, np.float32), const(b, zp, ref.dtype))
+
+
+def f32_holds(bound: float, step_exponent: int) -> bool:
+    """Whether float32 holds exactly every multiple of ``2**step_exponent`` up to ``bound`` in
+    magnitude, and that value plus DPU_ROUND's 0.5: then sums and products of such values computed
+    in float32 have nothing to round, in any order."""
+    step = 2.0 ** min(step_exponent, -1)
+    return step_exponent > -100 and (bound + 0.5) < F32_EXACT * step
 
 
 def code_bound(ref: QuantRef) -> int:

@@ -27,7 +27,7 @@ from ryzen_nb.npu.kernels.base import KernelGraph, gemm_mismatch
 from ryzen_nb.npu.kernels.cases import Case
 from ryzen_nb.npu.kernels.exact_mac import f32_mac, mac_bound, mac_integer, mac_operands
 from ryzen_nb.npu.kernels.integer import IntegerKernel, Terms
-from ryzen_nb.npu.kernels.lowering import channel_shape, const
+from ryzen_nb.npu.kernels.lowering import ONNX_INT, channel_shape, const
 from ryzen_nb.npu.kernels.mac_cases import conv_cases, gemm_cases, matmul_cases
 from ryzen_nb.spec.dpu import LEAKY_RELU_STEPS, leaky_relu_alpha
 
@@ -190,51 +190,53 @@ class IntegerMAC(IntegerKernel):
                 v = b.op("Add", v, const(b, 0.5, dtype))
         if rounding == "half_up":
             v = b.op("Floor", v)
-        return self._requantize_integer_f32(b, v, dtype)
+        return self.requantize_integer_f32(b, v, dtype)
 
     def _xint8_int32(self, b: GraphBuilder, x: str, w_codes: str | None) -> str | None:
-        """The XINT8 MAC requantised with integer operations only — DPU_ROUND is
-        floor((acc + 2**(s-1)) / 2**s), an arithmetic right shift, done as an unsigned BitShift after
-        adding an offset — or None when the shifts or ranges do not allow it."""
-        assert self.weight is not None
+        """The XINT8 MAC requantised with integer operations only, or None when the ranges do not
+        allow it. DPU_ROUND is floor((acc + bias + 2**(s-1)) / 2**s), an arithmetic right shift, done
+        as an unsigned BitShift after adding ``(K + zero point) * 2**s``, which keeps the sum
+        positive; the fused Relu / Clip and the saturation are one Clip, and as ``K`` is a multiple
+        of 256 (65536 for 16-bit codes), the Cast to the output type, which wraps, drops it. A bias
+        with a finer position than the accumulator is met by shifting the accumulator up instead."""
+        assert self.weight is not None and self.output is not None
+        if self.activation is not None and self.activation[0] == "leaky" or self.weight.dtype.itemsize != 1:
+            return None
         p_acc = self.inputs[0].pos + self.weight.pos
-        shift = p_acc - self.output.pos
+        up = 0 if self.bias is None else max(0, self.bias.pos - p_acc)  # bias << shift_bias, or acc << -shift_bias
+        shift = p_acc + up - self.output.pos
+        if shift < 0:
+            return None
         bias = np.zeros(1, np.int64)
         if self.bias is not None:
-            bias = self._xint8_bias(p_acc)
-            if bias is None:
-                return None
-        offset = 2**30
-        leaky = self.activation is not None and self.activation[0] == "leaky"
-        if shift < 0 or leaky or self.weight.dtype.itemsize != 1 or \
-                mac_bound(self) + float(np.abs(bias).max(initial=0)) + 2.0**shift >= offset:
+            bias = self.bias.centred(self.bias.values).astype(np.int64) * 2 ** (p_acc + up - self.bias.pos)
+        half = 2 ** (shift - 1) if shift > 0 else 0
+        bound = mac_bound(self) * 2.0**up + float(np.abs(bias).max(initial=0)) + half
+        info, modulus = np.iinfo(self.output.dtype), 2 ** (8 * self.output.dtype.itemsize)
+        zp = self.output_zero_point
+        k = modulus * (int(np.ceil((bound / 2.0**shift + abs(zp)) / modulus)) + 1)
+        if (k + zp) * 2.0**shift + bound >= 2.0**31:
             return None
-        add = bias + (2 ** (shift - 1) if shift > 0 else 0) + offset
+        add = bias + half + (k + zp) * 2**shift
         if self.lowered_rank == 4 and add.size > 1:
             add = add.reshape(channel_shape(4, add.size, self.channel_axis))
         else:
             add = add.reshape(-1 if add.size > 1 else ())
         acc = b.op(self.mac_op, *mac_operands(b, self, x, w_codes), **self.mac_attrs())
-        shifted = b.op("BitShift", b.op("Cast", b.op("Add", acc, const(b, add, np.int32)), to=TensorProto.UINT32),
-                       const(b, shift, np.uint32), direction="RIGHT")
-        y = b.op("Sub", b.op("Cast", shifted, to=TensorProto.INT32), const(b, offset >> shift, np.int32))
-        return self.saturate_codes(b, y, np.int32)
-
-    def _requantize_integer_f32(self, b: GraphBuilder, y: str, dtype: Any = np.float32) -> str:
-        """Integer-valued (or half-even-pending) ``y`` -> output codes: fused ReLU / clip, then
-        QuantizeLinear with scale 1 (rounds half to even, adds the zero point, saturates). A float64
-        ``y`` is clamped to ±2**22 and cast to float32 first (exact; nothing it clamps survives the
-        saturation, and onnxruntime's Relu+Clip fusion fails on float64)."""
-        assert self.output is not None
-        if np.dtype(dtype) == np.float64:
-            y = b.op("Cast", b.clip(y, -2.0**22, 2.0**22, dtype=np.float64), to=TensorProto.FLOAT)
+        if up:
+            acc = b.op("Mul", acc, const(b, 2**up, np.int32))
+        q = b.op("BitShift", b.op("Cast", b.op("Add", acc, const(b, add, np.int32)), to=TensorProto.UINT32),
+                 const(b, shift, np.uint32), direction="RIGHT")  # = result + zero point + k
+        lo, hi = info.min - zp, info.max - zp  # the result's range that survives saturation
         if self.activation is not None and self.activation[0] == "relu":
-            y = b.op("Relu", y)
+            lo = max(lo, 0)
         elif self.activation is not None and self.activation[0] == "clip":
-            lo, hi = clip_codes(self.activation[1], self.activation[2], self.output_scale)
-            y = b.clip(y, max(-np.inf if lo is None else lo, -2.0**31), min(np.inf if hi is None else hi, 2.0**31))
-        zp = np.asarray(self.output_zero_point).astype(self.output.dtype)
-        return b.op("QuantizeLinear", y, const(b, 1.0, np.float32), const(b, zp, self.output.dtype))
+            a_lo, a_hi = clip_codes(self.activation[1], self.activation[2], self.output_scale)
+            lo, hi = max(lo, int(a_lo)) if a_lo is not None else lo, min(hi, int(a_hi)) if a_hi is not None else hi
+            if lo > hi:
+                return None
+        q = b.clip(q, k + zp + lo, k + zp + hi, dtype=np.uint32)
+        return b.op("Cast", q, to=ONNX_INT[self.output.dtype])
 
     # -- lowering: A8W8 / A16W8 ------------------------------------------------------------------------
     def lower_scaled(self, b: GraphBuilder, inputs: list[str]) -> str:

@@ -27,7 +27,7 @@ def _mac(name: str, precision: str, op: str, x_shape: list[int], w_shape: list[i
          attrs: dict[str, Any] | None = None, activation: str | None = None, bias: str | None = None,
          per_channel: bool = False, x_quant: tuple[Any, int, float] | None = None, dynamic: bool = False,
          saturates: bool = False, route: dict[str, int] | None = None,
-         roundings: tuple[str, ...] | None = None) -> Case:
+         roundings: tuple[str, ...] | None = None, out_quant: tuple[Any, int] | None = None) -> Case:
     """One MAC node on seeded codes. ``bias``: None, "aligned" (scale s_in*s_w; XINT8: a coarser
     position than the accumulator), "unaligned" (A8W8/A16W8) or "finer" (XINT8: a finer position
     than the accumulator). ``dynamic``: the second operand is an activation too."""
@@ -72,7 +72,7 @@ def _mac(name: str, precision: str, op: str, x_shape: list[int], w_shape: list[i
     y = g.op(op, inputs, under_test=True, **attrs)
     # an output scale that puts a typical result at ±40 codes (int8; in proportion for int16), or
     # at 4x the largest code to saturate
-    out_dtype, out_zp = _OUTPUT[precision]
+    out_dtype, out_zp = out_quant or _OUTPUT[precision]
     top = float(np.iinfo(out_dtype).max)
     s_out = s_in * float(np.mean(s_w)) * acc_std / (4 * top if saturates else 40 * top / 127)
     if precision == "XINT8":
@@ -110,13 +110,23 @@ def conv_cases() -> Iterator[Case]:
         # 128 x 3 x 3 products of 8-bit codes pass 2**23: the weight goes in two base-16 digits
         yield _mac("conv_base16_digits", precision, "Conv", [1, 128, 4, 4], [4, 128, 3, 3], seed=24,
                    attrs=_PADDED_3X3, bias="aligned", route={"Conv": 2, "ConvInteger": 0})
-    # a bias with a finer position than the accumulator: only the float64 route is exact
+    # a bias with a finer position than the accumulator: ConvInteger, the accumulator shifted up to the
+    # bias's position (DPU_ROUND), or float64 (half to even)
     yield _mac("conv_bias_finer_than_accumulator", "XINT8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=25,
-               attrs=_PADDED_3X3, bias="finer", route={"ConvInteger": 1, "Conv": 0})
-    # 1024 x 3 x 3 products: beyond the digits; ConvInteger with an integer shift (DPU_ROUND), or float64
+               attrs=_PADDED_3X3, bias="finer", roundings=("half_up",), route={"ConvInteger": 1, "BitShift": 1})
+    yield _mac("conv_bias_finer_than_accumulator", "XINT8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=25,
+               attrs=_PADDED_3X3, bias="finer", roundings=("half_even",), route={"ConvInteger": 1, "BitShift": 0})
+    # 1024 x 3 x 3 products: beyond the digits; ConvInteger with an integer shift (DPU_ROUND), or float64;
+    # uint8 with zero point 128 and int8 outputs (the Cast that wraps modulo 256 must give both), fused
+    # activations, saturation
     big = ([1, 1024, 3, 3], [2, 1024, 3, 3])
     yield _mac("conv_integer_shift", "XINT8", "Conv", *big, seed=26, attrs=_PADDED_3X3, bias="aligned",
                roundings=("half_up",), route={"ConvInteger": 1, "BitShift": 1})
+    for activation, out_quant, saturates in ((None, (np.int8, 0), True), ("relu", (np.int8, -3), False),
+                                             ("clip", (np.uint8, 128), False), ("relu", (np.uint8, 0), True)):
+        yield _mac(f"conv_integer_shift_{activation}_{np.dtype(out_quant[0]).name}", "XINT8", "Conv", *big, seed=30,
+                   attrs=_PADDED_3X3, bias="finer", activation=activation, out_quant=out_quant, saturates=saturates,
+                   roundings=("half_up",), route={"ConvInteger": 1, "BitShift": 1})
     yield _mac("conv_integer_double", "XINT8", "Conv", *big, seed=26, attrs=_PADDED_3X3, bias="aligned",
                roundings=("half_even",), route={"ConvInteger": 1, "BitShift": 0})
     yield _mac("conv_integer_double", "A8W8", "Conv", *big, seed=26, attrs=_PADDED_3X3, bias="aligned",
