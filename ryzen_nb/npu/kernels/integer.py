@@ -244,14 +244,17 @@ class IntegerKernel(Kernel):
         y = b.clip(y, info.min, info.max, dtype=dtype)
         return b.op("Cast", y, to=ONNX_INT[self.output.dtype])
 
-    def requantize_integer_f32(self, b: GraphBuilder, y: str, dtype: Any = np.float32) -> str:
+    def requantize_integer_f32(self, b: GraphBuilder, y: str, dtype: Any = np.float32, bound: float | None = None) -> str:
         """Integer-valued (or half-even-pending) ``y`` -> output codes: fused ReLU / clip, then
         QuantizeLinear with scale 1 (rounds half to even, adds the zero point, saturates). A float64
-        ``y`` is clamped to ±2**22 and cast to float32 first (exact; nothing it clamps survives the
-        saturation, and onnxruntime's Relu+Clip fusion fails on float64)."""
+        ``y`` is cast to float32 first, clamped to ±2**22 unless ``bound`` (its largest magnitude)
+        says it stays below (exact either way; nothing it clamps survives the saturation, and
+        onnxruntime's Relu+Clip fusion fails on float64): float32 operators cost half as much."""
         assert self.output is not None
         if np.dtype(dtype) == np.float64:
-            y = b.op("Cast", b.clip(y, -2.0**22, 2.0**22, dtype=np.float64), to=TensorProto.FLOAT)
+            if bound is None or bound >= 2.0**22:
+                y = b.clip(y, -2.0**22, 2.0**22, dtype=np.float64)
+            y = b.op("Cast", y, to=TensorProto.FLOAT)
         if self.activation is not None and self.activation[0] == "relu":
             y = b.op("Relu", y)
         elif self.activation is not None and self.activation[0] == "clip":
@@ -278,7 +281,8 @@ class IntegerKernel(Kernel):
                 f = f.reshape(channel_shape(ndim, f.size, self.channel_axis)) if f.size > 1 else f.reshape(())
                 part = b.op("Mul", b.op("Cast", value, to=TensorProto.DOUBLE), const(b, f, np.float64))
                 total = part if total is None else b.op("Add", total, part)
-            return self.saturate_codes(b, b.op("Round", total), np.float64)
+            magnitude = bound * float(sum(int(c.max(initial=0)) for c in consts)) * 2.0**-shift
+            return self.requantize_integer_f32(b, b.op("Round", total), np.float64, bound=magnitude + 1)
         num = None
         for (value, _), c in zip(terms, consts):
             c = c.reshape(channel_shape(ndim, c.size, self.channel_axis)) if c.size > 1 else c.reshape(())

@@ -294,7 +294,7 @@ class IntegerMAC(IntegerKernel):
         factor = (factor.reshape(channel_shape(self.lowered_rank, factor.size, self.channel_axis)) if factor.size > 1
                   else factor.reshape(()))
         y = b.op("Round", b.op("Mul", b.op("Cast", acc, to=TensorProto.DOUBLE), const(b, factor, np.float64)))
-        return self.saturate_codes(b, y, np.float64)
+        return self.requantize_integer_f32(b, y, np.float64, bound=bound * float(np.max(factor)) + 1)
 
 
 class IntegerConv(IntegerMAC):
