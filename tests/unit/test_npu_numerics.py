@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
@@ -13,7 +14,7 @@ from ryzen_nb import npu
 from ryzen_nb.errors import CalibrationDataError, ConfigError
 from ryzen_nb.graph.builder import make_model
 from ryzen_nb.npu.kernels import QuantRef, multiplier, rne_shift
-from ryzen_nb.npu.kernels.elementwise import IntegerHardSigmoid
+from ryzen_nb.npu.kernels.elementwise import IntegerAdd, IntegerHardSigmoid
 from ryzen_nb.npu.kernels.mac import IntegerConv
 from ryzen_nb.npu.kernels.pool import IntegerAveragePool, IntegerGlobalAveragePool
 from ryzen_nb.npu.lower import MARKER_DOMAIN
@@ -141,6 +142,33 @@ def test_xint8_requantisation_by_hand() -> None:
     assert k.reference([x], "half_even")[0].ravel().tolist() == [2, -2, 2, 0, 80]
     k.output = _ref("y", 2.0**-9, 0, np.int8)  # no shift: 637 saturates, -12 does not
     assert k.reference([x], "half_up")[0].ravel().tolist() == [12, -12, 20, 4, 127]
+
+
+@pytest.mark.parametrize("dtype, zp, activation", [
+    (np.int16, -300, None), (np.uint16, 30000, ("relu",)), (np.int8, 5, ("clip", -0.5, 0.75)), (np.uint8, 131, None),
+])
+def test_unsigned_shift_rounds_half_to_even_like_the_integer_reference(dtype, zp, activation) -> None:
+    """IntegerKernel.shift_to_codes (uint64 BitShift, the quotient's parity added for half to even,
+    one Clip, a wrapping Cast) against rne_shift + activation + saturation: ties of both parities and
+    signs, values beyond saturation, zero points of both signs."""
+    from ryzen_nb.graph.builder import GraphBuilder
+
+    node = helper.make_node("Add", ["a", "b"], ["y"])
+    k = IntegerAdd(node, "A16W8", inputs=[], output=_ref("y", 0.01, zp, dtype), activation=activation)
+    bound = 2.0**45
+    for shift in (1, 3, 17):
+        q = np.arange(-70000, 70000, 7, dtype=np.int64)
+        num = np.concatenate([q << shift, (q << shift) + (1 << (shift - 1)), (q << shift) - (1 << (shift - 1)),
+                              (q << shift) + 1, np.array([-(2**45), 2**45 - 1], np.int64)])
+        b = GraphBuilder(prefix="t")
+        y = k.shift_to_codes(b, "num", shift, bound)
+        assert y is not None
+        graph = helper.make_graph(b.nodes, "g", [helper.make_tensor_value_info("num", TensorProto.INT64, [None])],
+                                  [helper.make_tensor_value_info(y, helper.np_dtype_to_tensor_dtype(np.dtype(dtype)), None)])
+        session = ort.InferenceSession(make_model(graph).SerializeToString(), providers=["CPUExecutionProvider"])
+        got = session.run(None, {"num": num})[0]
+        expected = k._saturate(k._activate(rne_shift(num, shift)))
+        assert got.dtype == expected.dtype and np.array_equal(got, expected), shift
 
 
 def test_xint8_hard_sigmoid_by_hand() -> None:

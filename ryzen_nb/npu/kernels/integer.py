@@ -244,6 +244,45 @@ class IntegerKernel(Kernel):
         y = b.clip(y, info.min, info.max, dtype=dtype)
         return b.op("Cast", y, to=ONNX_INT[self.output.dtype])
 
+    def code_window(self) -> tuple[int, int] | None:
+        """The integer results (before the zero point) that the fused Relu / Clip and the saturation
+        leave as they are: one Clip does both. None when the fused Clip leaves no result."""
+        assert self.output is not None
+        info, zp = np.iinfo(self.output.dtype), self.output_zero_point
+        lo, hi = int(info.min) - zp, int(info.max) - zp
+        if self.activation is not None and self.activation[0] == "relu":
+            lo = max(lo, 0)
+        elif self.activation is not None and self.activation[0] == "clip":
+            a_lo, a_hi = clip_codes(self.activation[1], self.activation[2], self.output_scale)
+            lo = lo if a_lo is None else max(lo, int(a_lo))
+            hi = hi if a_hi is None else min(hi, int(a_hi))
+        return (lo, hi) if lo <= hi else None
+
+    def shift_to_codes(self, b: GraphBuilder, num: str, shift: int, bound: float) -> str | None:
+        """Output codes of int64 ``num`` (|num| <= ``bound``) over ``2**shift``, rounded half to even,
+        in nine unsigned operators (the exact :func:`requant_int64` takes seventeen), or None.
+
+        ``num + (K + zp) * 2**shift`` is positive, so the shift is BitShift on uint64; adding
+        ``2**(shift-1) - 1`` plus the quotient's parity first rounds half to even; one Clip is the
+        fused activation and the saturation; ``K``, a multiple of 2**bits, vanishes in the Cast to
+        the output type, which wraps."""
+        assert self.output is not None
+        window = self.code_window()
+        if window is None or shift < 1 or self.activation is not None and self.activation[0] == "leaky":
+            return None
+        modulus, zp = 2 ** (8 * self.output.dtype.itemsize), self.output_zero_point
+        k = modulus * (int(np.ceil(bound / 2.0**shift / modulus)) + 2)
+        if (k + abs(zp) + 2) * 2.0**shift + bound >= 2.0**62:
+            return None
+        u = b.op("Cast", b.op("Add", num, const(b, k * 2**shift, np.int64)), to=TensorProto.UINT64)
+        s = const(b, shift, np.uint64)
+        parity = b.op("BitwiseAnd", b.op("BitShift", u, s, direction="RIGHT"), const(b, 1, np.uint64))
+        offset = (2 ** (shift - 1) - 1 + zp * 2**shift) % 2**64  # may be negative: uint64 arithmetic wraps
+        t = b.op("Add", b.op("Add", u, parity), const(b, offset, np.uint64))
+        q = b.op("BitShift", t, s, direction="RIGHT")  # = result + zero point + K
+        lo, hi = window
+        return b.op("Cast", b.clip(q, k + zp + lo, k + zp + hi, dtype=np.uint64), to=ONNX_INT[self.output.dtype])
+
     def requantize_integer_f32(self, b: GraphBuilder, y: str, dtype: Any = np.float32, bound: float | None = None) -> str:
         """Integer-valued (or half-even-pending) ``y`` -> output codes: fused ReLU / clip, then
         QuantizeLinear with scale 1 (rounds half to even, adds the zero point, saturates). A float64
@@ -294,4 +333,8 @@ class IntegerKernel(Kernel):
             num = b.op("Where", neg, b.op("Mul", num, const(b, c, np.int64)),
                        b.op("Mul", num, const(b, LEAKY_RELU_STEPS, np.int64)))
             shift += LEAKY_SHIFT
+        elif bound is not None:
+            fast = self.shift_to_codes(b, num, shift, bound * float(sum(int(c.max(initial=0)) for c in consts)))
+            if fast is not None:
+                return fast
         return self.saturate_codes(b, requant_int64(b, num, shift), np.int64)

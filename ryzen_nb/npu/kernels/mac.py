@@ -22,7 +22,7 @@ import numpy as np
 from onnx import TensorProto
 
 from ryzen_nb.graph.builder import GraphBuilder
-from ryzen_nb.npu.kernels.arithmetic import clip_codes, conv2d, multiplier
+from ryzen_nb.npu.kernels.arithmetic import conv2d, multiplier
 from ryzen_nb.npu.kernels.base import KernelGraph, gemm_mismatch
 from ryzen_nb.npu.kernels.cases import Case
 from ryzen_nb.npu.kernels.exact_mac import f32_mac, mac_bound, mac_integer, mac_operands
@@ -109,6 +109,10 @@ class IntegerMAC(IntegerKernel):
         """The operator in float32 (or float64) ONNX, plus an optional bias."""
         y = b.op("MatMul", xf, wf)
         return b.op("Add", y, const(b, np.asarray(bias, np.float64), dtype)) if bias is not None else y
+
+    def value_bound(self) -> float:
+        bias = float(np.abs(self.bias.centred(self.bias.values)).max(initial=0)) if self.bias is not None else 0.0
+        return mac_bound(self) + bias
 
     # -- numpy reference -------------------------------------------------------------------------------
     def _weight_codes(self, inputs: Sequence[np.ndarray]) -> np.ndarray:
@@ -212,10 +216,10 @@ class IntegerMAC(IntegerKernel):
             bias = self.bias.centred(self.bias.values).astype(np.int64) * 2 ** (p_acc + up - self.bias.pos)
         half = 2 ** (shift - 1) if shift > 0 else 0
         bound = mac_bound(self) * 2.0**up + float(np.abs(bias).max(initial=0)) + half
-        info, modulus = np.iinfo(self.output.dtype), 2 ** (8 * self.output.dtype.itemsize)
-        zp = self.output_zero_point
+        window = self.code_window()
+        modulus, zp = 2 ** (8 * self.output.dtype.itemsize), self.output_zero_point
         k = modulus * (int(np.ceil((bound / 2.0**shift + abs(zp)) / modulus)) + 1)
-        if (k + zp) * 2.0**shift + bound >= 2.0**31:
+        if window is None or (k + zp) * 2.0**shift + bound >= 2.0**31:
             return None
         add = bias + half + (k + zp) * 2**shift
         if self.lowered_rank == 4 and add.size > 1:
@@ -227,14 +231,7 @@ class IntegerMAC(IntegerKernel):
             acc = b.op("Mul", acc, const(b, 2**up, np.int32))
         q = b.op("BitShift", b.op("Cast", b.op("Add", acc, const(b, add, np.int32)), to=TensorProto.UINT32),
                  const(b, shift, np.uint32), direction="RIGHT")  # = result + zero point + k
-        lo, hi = info.min - zp, info.max - zp  # the result's range that survives saturation
-        if self.activation is not None and self.activation[0] == "relu":
-            lo = max(lo, 0)
-        elif self.activation is not None and self.activation[0] == "clip":
-            a_lo, a_hi = clip_codes(self.activation[1], self.activation[2], self.output_scale)
-            lo, hi = max(lo, int(a_lo)) if a_lo is not None else lo, min(hi, int(a_hi)) if a_hi is not None else hi
-            if lo > hi:
-                return None
+        lo, hi = window
         q = b.clip(q, k + zp + lo, k + zp + hi, dtype=np.uint32)
         return b.op("Cast", q, to=ONNX_INT[self.output.dtype])
 

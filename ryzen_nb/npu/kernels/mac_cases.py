@@ -133,9 +133,18 @@ def conv_cases() -> Iterator[Case]:
                route={"ConvInteger": 1, "Round": 1, "BitwiseAnd": 0})
     for precision in _PRECISIONS:
         yield _conv_ties(precision)
-    # a bias in a scale of its own is a second term of the requantisation (int64)
+    # a bias in a scale of its own is a second term of the requantisation (float64 while exact)
     yield _mac("conv_unaligned_bias", "A8W8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=27, attrs=_PADDED_3X3,
-               bias="unaligned", per_channel=True, route={"ConvInteger": 1, "BitwiseAnd": 1})
+               bias="unaligned", per_channel=True, route={"ConvInteger": 1, "Round": 1})
+    # 16-bit codes x 4608 products x 23-bit multipliers pass 2**53: int64, shifted as uint64 with the
+    # parity for half to even (two BitShift), or the exact int64 division with a fused LeakyRelu
+    big = ([1, 512, 3, 3], [3, 512, 3, 3])
+    for activation, out_quant, saturates in ((None, None, True), ("relu", None, False), ("clip", None, False),
+                                             ("relu", (np.uint16, 30000), True), ("leaky", None, False)):
+        route = {"ConvInteger": 2, "BitShift": 0 if activation == "leaky" else 2}
+        yield _mac(f"conv_16bit_large_reduction_{activation}", "A16W8", "Conv", *big, seed=35, attrs=_PADDED_3X3,
+                   bias="unaligned", per_channel=True, activation=activation, out_quant=out_quant,
+                   saturates=saturates, route=route)
     yield _mac("conv_uint8", "A8W8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=28, attrs=_PADDED_3X3,
                bias="aligned", x_quant=(np.uint8, 131, 0.0297))
     # 16-bit codes go through ConvInteger in two bytes
@@ -163,7 +172,7 @@ def gemm_cases() -> Iterator[Case]:
     for precision in ("XINT8", "A8W8"):
         yield _mac("gemm_not_transposed", precision, "Gemm", [3, 16], [16, 10], seed=31, per_channel=True)
     yield _mac("gemm_unaligned_bias", "A8W8", "Gemm", [3, 16], [10, 16], seed=32, attrs={"transB": 1},
-               bias="unaligned", route={"BitwiseAnd": 1})
+               bias="unaligned", route={"Round": 1})
     yield _mac("gemm_saturating", "A16W8", "Gemm", [3, 16], [10, 16], seed=33, attrs={"transB": 1},
                bias="aligned", per_channel=True, saturates=True)
 
