@@ -38,7 +38,7 @@ def verdict(ratio: float, goal: float | None) -> str:
     return "met" if ratio <= goal else "NOT met"
 
 
-def measure(name: str, precisions: list[str], threads: int, rounds: int) -> list[dict]:
+def measure(name: str, precisions: list[str], threads: int, rounds: int, repeats: int = 20) -> list[dict]:
     import ryzen_nb
     from benchmarks.models import LABELS, build
     from ryzen_nb.npu import NPUSession
@@ -72,7 +72,7 @@ def measure(name: str, precisions: list[str], threads: int, rounds: int) -> list
         best = {"fp32": np.inf, "qdq": np.inf, "npu": np.inf}
         for _ in range(rounds):
             for key, s in (("fp32", fp32), ("qdq", qdq), ("npu", emulated_session)):
-                best[key] = min(best[key], time_call(lambda s=s: s.run(None, feed), repeats=20)["median_ms"])
+                best[key] = min(best[key], time_call(lambda s=s: s.run(None, feed), repeats=repeats)["median_ms"])
         rows.append({
             "model": name, "label": label, "precision": p + (" (FP32 model)" if preset == "BF16" else ""),
             "program": emulated.program.summary(), "kernels": len(emulated.kernels),
@@ -96,6 +96,7 @@ def main(argv: list[str] | None = None):
     parser.add_argument("--precisions", default=",".join(PRECISIONS))
     parser.add_argument("--threads", type=int, default=0, help="onnxruntime intra-op threads (0 = default)")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=20, help="timed runs per session per round (default 20)")
     parser.add_argument("--csv", help="also write the table to this CSV file")
     args = parser.parse_args(argv)
 
@@ -105,7 +106,7 @@ def main(argv: list[str] | None = None):
     models = [m for m in args.models.split(",") if m] if args.models else (QUICK if args.quick else DEFAULT)
     precisions = [p.strip().upper() for p in args.precisions.split(",") if p.strip()]
     load = os.getloadavg()
-    rows = [row for m in models for row in measure(m, precisions, args.threads, args.rounds)]
+    rows = [row for m in models for row in measure(m, precisions, args.threads, args.rounds, args.repeats)]
     table = pd.DataFrame(rows)
     for column in ("fp32_ms", "qdq_ms", "emulated_ms", "kernels", "emulator_setup_s", "error"):
         if column not in table:

@@ -300,8 +300,9 @@ def test_session_surface_and_options() -> None:
 @pytest.mark.parametrize("preset", ["XINT8", "A8W8"])
 def test_large_reductions_stay_exact(preset: str) -> None:
     """Integer MACs run as float32 Conv/MatMul only while every partial sum is below 2**23; larger
-    ones split the weight in base-16 digits (float64 sum), and beyond that use ConvInteger /
-    MatMulInteger. All three routes must equal the reference."""
+    ones use ConvInteger / MatMulInteger (one integer MAC costs about one float32 MAC), or where
+    their requantisation does not apply (XINT8 with half-even rounding) split the weight in base-16
+    digits (float64 sum). All routes must equal the reference."""
     rng = np.random.default_rng(3)
     w_conv = numpy_helper.from_array(rng.standard_normal((8, 512, 3, 3)).astype(np.float32), "w_conv")
     w_big = numpy_helper.from_array(rng.standard_normal((16384, 4)).astype(np.float32), "w_big")
@@ -316,12 +317,15 @@ def test_large_reductions_stay_exact(preset: str) -> None:
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [w_conv, w_big, shape, reps])
     data = list(rng.standard_normal((8, 1, 512, 4, 4)).astype(np.float32))
     q = ryzen_nb.quantize(make_model(graph), None, preset, data, progress=False).model
-    session = npu.NPUSession(q, "STX")
-    checked = session.check_kernels({"x": data[0]})
-    assert set(checked.op) == {"Conv", "MatMul"} and checked.mismatches.sum() == 0
-    ops = [n.op_type for n in session.emulated.graph.node]
-    assert ops.count("Conv") == 2  # the 3x3 convolution in two base-16 digits
-    assert "MatMulInteger" in ops  # 16384 products of 8-bit codes: too many even for digits
+    for rounding in ("half_up", "half_even") if preset == "XINT8" else ("half_up",):
+        session = npu.NPUSession(q, "STX", rounding=rounding)
+        checked = session.check_kernels({"x": data[0]})
+        assert set(checked.op) == {"Conv", "MatMul"} and checked.mismatches.sum() == 0
+        ops = [n.op_type for n in session.emulated.graph.node]
+        digits = preset == "XINT8" and rounding == "half_even"
+        assert ops.count("Conv") == (2 if digits else 0)  # the 3x3 convolution in two base-16 digits, or
+        assert ops.count("ConvInteger") == (0 if digits else 1)  # one integer MAC
+        assert "MatMulInteger" in ops  # 16384 products of 8-bit codes: too many even for digits
 
 
 

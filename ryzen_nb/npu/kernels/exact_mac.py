@@ -127,15 +127,16 @@ def weight_l1_bound(k: IntegerMAC) -> float:
 
 
 def f32_mac(b: GraphBuilder, k: IntegerMAC, x: str, w_codes: str | None, bias: np.ndarray | None,
-            unit: float, margin: float = 1.0) -> tuple[str, Any] | None:
+            unit: float, margin: float = 1.0, digits: bool = True) -> tuple[str, Any] | None:
     """``(Σ (x - zx)(w - zw) + bias) * unit`` computed exactly with onnxruntime's own float32
     Conv / MatMul; returns (tensor, numpy dtype) or None.
 
     ``unit`` is a power of two and ``bias`` integers in accumulator units, so every product and
     partial sum is an integer times ``unit``: float32 holds them exactly, in any summation order,
     while their magnitude (times ``margin``) stays below 2**23 — then one float32 MAC does it.
-    Otherwise a constant weight is split in base-16 digits, each digit's MAC exact in float32, and
-    the pieces are summed in float64. Codes are centred by Cast and Sub, not DequantizeLinear:
+    Otherwise (and if ``digits``) a constant weight is split in base-16 digits, each digit's MAC
+    exact in float32, and the pieces are summed in float64: two MACs, so an integer MAC
+    (ConvInteger / MatMulInteger, about as fast as one float32 MAC) is preferred where it is exact. Codes are centred by Cast and Sub, not DequantizeLinear:
     onnxruntime rewrites DequantizeLinear -> Conv -> QuantizeLinear into its own quantized kernels
     (re-quantizing the float weight on the way), with other numbers."""
     x_bound = float(code_bound(k.inputs[0]))
@@ -149,7 +150,7 @@ def f32_mac(b: GraphBuilder, k: IntegerMAC, x: str, w_codes: str | None, bias: n
             return k.float_mac(b, xf, wf, scaled_bias, np.float32), np.float32
         wf = const(b, (centred_weight(k) * unit).astype(np.float32), np.float32)
         return k.float_mac(b, xf, wf, scaled_bias, np.float32), np.float32
-    if k.dynamic_weight:
+    if k.dynamic_weight or not digits:
         return None
     w = centred_weight(k).astype(np.int64)
     digits = [(16.0, np.floor_divide(w, 16)), (1.0, np.mod(w, 16))]

@@ -145,9 +145,12 @@ class IntegerMAC(IntegerKernel):
     def lower_xint8(self, b: GraphBuilder, inputs: list[str], rounding: str) -> str:
         assert self.weight is not None
         w_codes = inputs[1] if self.dynamic_weight else None
-        fast = self._xint8_f32(b, inputs[0], w_codes, rounding)
+        # one float32 MAC; else one integer MAC; else two float32 MACs (the weight's base-16 digits)
+        fast = self._xint8_f32(b, inputs[0], w_codes, rounding, digits=False)
         if fast is None and rounding == "half_up" and self.inputs[0].dtype.itemsize == 1:
             fast = self._xint8_int32(b, inputs[0], w_codes)
+        if fast is None:
+            fast = self._xint8_f32(b, inputs[0], w_codes, rounding)
         if fast is not None:
             return fast
         acc = b.op("Cast", mac_integer(b, self, inputs[0], w_codes), to=TensorProto.DOUBLE)
@@ -165,7 +168,7 @@ class IntegerMAC(IntegerKernel):
         shift_bias = p_acc - self.bias.pos
         return None if shift_bias < 0 else self.bias.centred(self.bias.values) * 2**shift_bias
 
-    def _xint8_f32(self, b: GraphBuilder, x: str, w_codes: str | None, rounding: str) -> str | None:
+    def _xint8_f32(self, b: GraphBuilder, x: str, w_codes: str | None, rounding: str, digits: bool = True) -> str | None:
         """The XINT8 MAC at FP32 speed: accumulator (bias << shift_bias included) scaled by
         2**-shift_cut in the Conv itself, the fused activation, DPU_ROUND as Floor(v + 0.5) (the +0.5
         rides in the bias) or half-even, then QuantizeLinear(scale 1) adds the zero point and saturates."""
@@ -184,7 +187,7 @@ class IntegerMAC(IntegerKernel):
         if leaky and leaky_relu_alpha(self.activation[1]) > 1:
             return None  # Max(v, alpha v) picks the negative branch only for slopes up to 1
         margin = float(LEAKY_RELU_STEPS) if leaky else 1.0  # the k/256 slope adds 8 fractional bits
-        mac = f32_mac(b, self, x, w_codes, bias, 2.0**-shift, margin)
+        mac = f32_mac(b, self, x, w_codes, bias, 2.0**-shift, margin, digits)
         if mac is None:
             return None
         v, dtype = mac
@@ -280,7 +283,7 @@ class IntegerMAC(IntegerKernel):
         bound = mac_bound(self) + (float(np.abs(bias).max(initial=0)) if bias is not None else 0.0)
         if bound >= 2**31 or bound * float(c.max(initial=0)) >= 2.0**53:
             return None
-        mac = f32_mac(b, self, x, w_codes, bias, 1.0)  # the exact accumulator at FP32 speed, if it fits
+        mac = f32_mac(b, self, x, w_codes, bias, 1.0, digits=False)  # the exact accumulator at FP32 speed, if it fits
         if mac is not None:
             acc = mac[0]
         else:

@@ -107,9 +107,14 @@ def conv_cases() -> Iterator[Case]:
                    attrs={**_PADDED_3X3, "group": 4}, bias="aligned", per_channel=True)
         yield _mac("conv_saturating", precision, "Conv", [1, 4, 5, 5], [6, 4, 3, 3], seed=23, attrs=_PADDED_3X3,
                    bias="aligned", saturates=True)
-        # 128 x 3 x 3 products of 8-bit codes pass 2**23: the weight goes in two base-16 digits
-        yield _mac("conv_base16_digits", precision, "Conv", [1, 128, 4, 4], [4, 128, 3, 3], seed=24,
-                   attrs=_PADDED_3X3, bias="aligned", route={"Conv": 2, "ConvInteger": 0})
+        # 128 x 3 x 3 products of 8-bit codes pass 2**23: one ConvInteger (about as fast as one float32
+        # Conv), or where its integer route does not apply (XINT8 half to even) the weight in two
+        # base-16 digits, two float32 Convs
+        if precision == "XINT8":
+            yield _mac("conv_base16_digits", precision, "Conv", [1, 128, 4, 4], [4, 128, 3, 3], seed=24,
+                       attrs=_PADDED_3X3, bias="aligned", roundings=("half_even",), route={"Conv": 2, "ConvInteger": 0})
+        yield _mac("conv_beyond_float32", precision, "Conv", [1, 128, 4, 4], [4, 128, 3, 3], seed=24,
+                   attrs=_PADDED_3X3, bias="aligned", roundings=("half_up",), route={"Conv": 0, "ConvInteger": 1})
     # a bias with a finer position than the accumulator: ConvInteger, the accumulator shifted up to the
     # bias's position (DPU_ROUND), or float64 (half to even)
     yield _mac("conv_bias_finer_than_accumulator", "XINT8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=25,
