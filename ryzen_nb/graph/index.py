@@ -24,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ryzen_nb.graph.io import ModelLike, load_model
+from ryzen_nb.graph.io import ModelLike, load_model, tensor_bytes
 
 __all__ = ["ModelIndex", "Shape"]
 
@@ -210,7 +210,7 @@ def _infer_without_weights(model: onnx.ModelProto) -> onnx.ModelProto:
     declared = {vi.name for vi in source.input}
     weights = []
     for t in source.initializer:
-        if t.ByteSize() <= _SMALL_INITIALIZER_BYTES:
+        if tensor_bytes(t) <= _SMALL_INITIALIZER_BYTES + 256:  # ByteSize would serialize every weight
             g.initializer.append(t)
         elif t.name not in declared:
             g.input.append(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims)))

@@ -208,3 +208,16 @@ def test_cli_convert_bf16_takes_input_shapes(tmp_path, capsys) -> None:
     code = main(["convert-bf16", "--input", str(source), "--output", str(out), "--input-shape", "x:1,3,8,8"])
     assert code == 0 and out.exists(), capsys.readouterr().err
     assert _dims(onnx.load(str(out)).graph.input[0])[2:] == [8, 8]
+
+
+def test_the_size_check_counts_without_serializing_and_bounds_the_true_size() -> None:
+    """too_large_to_serialize adds up tensors and attributes instead of asking protobuf (whose
+    ByteSize encodes the whole model); its count must never fall below the true serialized size."""
+    rng = np.random.default_rng(0)
+    tensors = [numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "raw"),
+               helper.make_tensor("typed", onnx.TensorProto.INT64, [300], (-(2**62) + rng.integers(0, 9, 300)).tolist()),
+               helper.make_tensor("floats", onnx.TensorProto.FLOAT, [100], rng.standard_normal(100).tolist())]
+    for t in tensors:
+        assert graph_io.tensor_bytes(t) >= t.ByteSize(), t.name
+    model, _ = conv_net()
+    assert not graph_io.too_large_to_serialize(model)
