@@ -229,6 +229,16 @@ class IntegerHardSigmoid(IntegerKernel):
         t = b.op("Min", b.op("Max", t, const(b, 0.0, np.float64)), const(b, 2.0**32, np.float64))
         return b.op("Mul", t, const(b, 2.0 ** -(HARD_SIGMOID_SHIFT + p_in - self.output.pos), np.float64))
 
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> str | None:
+        # (x * 2731 + 3 * 2731 * 2**p_in) * 2**-k, clipped at 0: a 20-bit integer times powers of two
+        p_in, k = self.inputs[0].pos, HARD_SIGMOID_SHIFT + self.inputs[0].pos - self.output.pos
+        offset = self.OFFSET * HARD_SIGMOID_MULTIPLIER * 2.0**p_in
+        bound = (code_bound(self.inputs[0]) * HARD_SIGMOID_MULTIPLIER + offset) * 2.0**-k
+        if bound >= 2.0**32 * 2.0**-k or not f32_holds(bound, min(0, p_in) - k):
+            return None  # (the float64 route's clip at 2**32 never binds below that bound)
+        x = dequantized(b, inputs[0], self.inputs[0], float(HARD_SIGMOID_MULTIPLIER) * 2.0**-k)
+        return b.op("Relu", b.op("Add", x, const(b, offset * 2.0**-k, np.float32)))
+
     @classmethod
     def cases(cls) -> Iterator[Case]:
         # inputs over ±8 (position 4) cross both knees at -3 and +3; output position 7 (the X1 minimum)
@@ -237,11 +247,12 @@ class IntegerHardSigmoid(IntegerKernel):
             x = g.codes("x", [1, 4, 8, 8], 2.0**-4, 128, np.uint8)
             y = g.op("HardSigmoid", [x], alpha=HARD_SIGMOID_ALPHA, beta=HARD_SIGMOID_ALPHA * cls.OFFSET,
                      under_test=True)
+            # float32 (exact here) but with a fused LeakyRelu, which needs float64
             yield g.case(g.quantize(y, 2.0**-7, 0, np.int8, activation=activation, clip=(0.0, 0.75)),
-                         saturates=activation != "clip")
+                         saturates=activation != "clip", route={"DequantizeLinear": 0 if activation == "leaky" else 1})
         # input and output at one position: (x + 3)/6 lands on halves, and 2731 rather than 2**14/6
         # decides how each rounds; alpha 1/6 as exported, before the DPU rewrite, computes the same
         g = CaseGraph("hard_sigmoid_ties", "XINT8", seed=10)
         x = g.codes("x", [2, 128], 2.0**-7, 0, np.int8)
         y = g.op("HardSigmoid", [x], alpha=1 / 6, beta=0.5, under_test=True)
-        yield g.case(g.quantize(y, 2.0**-7, 0, np.int8))
+        yield g.case(g.quantize(y, 2.0**-7, 0, np.int8), route={"DequantizeLinear": 1})
