@@ -33,7 +33,7 @@ from ryzen_nb.graph.checks import (
 from ryzen_nb.graph.io import ModelLike, graph_only, load_model, save_model, too_large_to_serialize
 from ryzen_nb.graph.shapes import batch_fixed_by, dynamic_batch, input_dims, make_inputs_static, with_free_batch
 
-__all__ = ["InputSpec", "PreparedModel", "prepare", "input_specs", "ort_session", "run_with_outputs",
+__all__ = ["InputSpec", "PreparedModel", "prepare", "upgrade_opset", "input_specs", "ort_session", "run_with_outputs",
            "constants_to_initializers", "prune_unused"]
 
 log = logging.getLogger(__name__)
@@ -162,6 +162,18 @@ def _default_opset(model: onnx.ModelProto) -> int:
     return 0
 
 
+def upgrade_opset(model: onnx.ModelProto, opset: int = OPSET) -> onnx.ModelProto:
+    """``model`` converted to ``opset`` by onnx's version converter (a model over 2 GiB as its graph
+    alone), or a ModelError that says what to do."""
+    try:
+        return graph_only(model, lambda g: version_converter.convert_version(g, opset))
+    except Exception as exc:
+        raise ModelError(
+            f"Could not convert the model from opset {_default_opset(model)} to {opset} ({exc}). "
+            f"Re-export it with opset >= {MIN_INPUT_OPSET} (torch.onnx.export(..., opset_version=17))."
+        ) from exc
+
+
 def prepare(
     model: ModelLike,
     *,
@@ -196,13 +208,7 @@ def prepare(
 
     source_opset = _default_opset(m)
     if source_opset < OPSET:
-        try:
-            m = graph_only(m, lambda g: version_converter.convert_version(g, OPSET))
-        except Exception as exc:
-            raise ModelError(
-                f"Could not convert the model from opset {source_opset} to {OPSET} ({exc}). "
-                f"Re-export it with opset >= {MIN_INPUT_OPSET} (torch.onnx.export(..., opset_version=17))."
-            ) from exc
+        m = upgrade_opset(m, OPSET)
         steps.append(f"converted opset {source_opset} -> {OPSET}")
     m.ir_version = IR_VERSION
 

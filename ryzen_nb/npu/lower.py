@@ -58,7 +58,8 @@ def mark(program: NPUProgram, kernels: list[Kernel]) -> onnx.ModelProto:
         elif i in float_npu:
             # VAIML computes in bf16: bf16 in, bf16 out
             start = len(b.nodes)
-            outputs = evaluate_in_bf16(b, node, node.input, [types.get(t) == onnx.TensorProto.FLOAT for t in node.input])
+            outputs = evaluate_in_bf16(b, node, node.input, [types.get(t) == onnx.TensorProto.FLOAT for t in node.input],
+                                       [types.get(t) == onnx.TensorProto.FLOAT for t in node.output])
             for raw, name in zip(outputs, node.output):
                 if name:
                     rename_output(b.nodes, raw, name)

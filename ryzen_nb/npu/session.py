@@ -27,11 +27,14 @@ from ryzen_nb.errors import ConfigError
 from ryzen_nb.graph.convert import float16_to_float32
 from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.graph.io import ModelLike
-from ryzen_nb.graph.prepare import ort_session, run_with_outputs
+from ryzen_nb.graph.prepare import _default_opset, ort_session, run_with_outputs, upgrade_opset
 from ryzen_nb.npu.compile import NPUProgram, compile
 from ryzen_nb.npu.kernels import Kernel, match_kernels
 from ryzen_nb.npu.lower import MARKER_DOMAIN, lower, mark, marker_kernel
 from ryzen_nb.spec.targets import Target
+
+#: the first opset whose Cast takes bfloat16 (the bf16 rounding of float models' NPU operators)
+BF16_CAST_OPSET = 13
 
 __all__ = ["NPUSession"]
 
@@ -63,6 +66,9 @@ class NPUSession:
             program = model
         else:
             index = ModelIndex.of(model)  # loaded (copied) once; compile() and the kernels share this index
+            if _default_opset(index.model) < BF16_CAST_OPSET:
+                # bf16 rounding is a Cast to bfloat16, which ONNX has from opset 13 (PP-OCR exports opset 11)
+                index = ModelIndex(upgrade_opset(index.model, BF16_CAST_OPSET))
             if _has_float16_weights(index):
                 # an FP16 model: compile() places its operators on the NPU in BF16, as an FP32 model's,
                 # but the kernels work on float32 tensors; emulate a float32 copy that keeps the

@@ -102,6 +102,31 @@ def test_max_pool_on_codes_runs_in_float_with_the_same_numbers(preset: str) -> N
         assert np.array_equal(session.run(None, feed)[0], session.reference_run(feed)[0])
 
 
+def test_fp32_model_of_opset_11_with_shape_arithmetic_emulates_in_bf16() -> None:
+    """Two failures of BF16 emulation on real detectors (YOLOv8n, PP-OCRv4): a Concat of int64 shape
+    values on the NPU was rounded to bf16 like a float tensor (Expand then refused its float shape),
+    and a model of opset 11 got Casts to bfloat16, which ONNX has from opset 13."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((8, 4, 3, 3)).astype(np.float32), "w")
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             n("Relu", ["c"], ["r"], name="relu"),
+             n("Shape", ["r"], ["s"], name="shape"),
+             n("Concat", ["s"], ["s2"], name="concat", axis=0),
+             n("Expand", ["r", "s2"], ["y"], name="expand")]
+    graph = helper.make_graph(nodes, "shapes", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 11)])
+    model.ir_version = 7
+    session = npu.NPUSession(model, "STX")
+    x = rng.standard_normal((1, 4, 8, 8)).astype(np.float32)
+    y = session.run(None, {"x": x})[0]
+    fp32 = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert y.shape == fp32.shape and np.abs(y - fp32).max() <= 2**-7 * np.abs(fp32).max()  # bf16 arithmetic
+    assert session.program.summary()  # compiled, with the Conv on the NPU
+    assert any(a.op_type == "Conv" and a.device == "NPU" for a in session.program.nodes)
+
+
 @pytest.mark.parametrize("preset", ["XINT8", "A8W8", "A16W8", "BF16", "BFP16"])
 def test_encoder_kernels_are_bit_exact(preset: str) -> None:
     model = bert_encoder(0, layers=1, hidden=32, heads=2, seq_len=8)

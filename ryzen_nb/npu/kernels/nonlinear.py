@@ -31,9 +31,11 @@ NONLINEAR_OPS = ("Sigmoid", "Tanh", "Softmax", "Erf", "Gelu", "Exp", "Log", "Sqr
                  "ReduceMean", "ReduceSum")
 
 
-def evaluate_in_bf16(b: GraphBuilder, node: onnx.NodeProto, inputs: Sequence[str], float_inputs: Sequence[bool]) -> list[str]:
-    """``node`` on ``inputs``, its float inputs rounded to bf16 first and every output after; returns
-    the rounded outputs ("" where the node leaves an optional output out)."""
+def evaluate_in_bf16(b: GraphBuilder, node: onnx.NodeProto, inputs: Sequence[str], float_inputs: Sequence[bool],
+                     float_outputs: Sequence[bool] | None = None) -> list[str]:
+    """``node`` on ``inputs``, its float inputs rounded to bf16 first and its float outputs after
+    (every output unless ``float_outputs`` says which: a Concat of shape values stays int64);
+    returns the outputs ("" where the node leaves an optional output out)."""
     n = onnx.NodeProto()
     n.CopyFrom(node)
     for j, (name, is_float) in enumerate(zip(inputs, float_inputs)):
@@ -41,7 +43,8 @@ def evaluate_in_bf16(b: GraphBuilder, node: onnx.NodeProto, inputs: Sequence[str
     del n.output[:]
     n.output.extend(b.fresh(f"{o}_fp32") if o else "" for o in node.output)
     b.nodes.append(n)
-    return [bf16_round(b, raw) if raw else "" for raw in n.output]
+    rounded = float_outputs if float_outputs is not None else [True] * len(n.output)
+    return [bf16_round(b, raw) if raw and is_float else raw for raw, is_float in zip(n.output, rounded)]
 
 
 def _default_opset(model: onnx.ModelProto) -> int:
