@@ -91,10 +91,10 @@ def mac_integer(b: GraphBuilder, k: IntegerMAC, x: str, w_codes: str | None = No
     zx = int(np.ravel(x_ref.zero_point)[0])
     if x_ref.dtype.itemsize == 1:
         return mac(*u8(b, x, zx, x_ref.dtype))
-    if 256.0 * weight_l1_bound(k) < F32_EXACT:
+    if int(k.attrs.get("group", 1)) > 1 and 256.0 * weight_l1_bound(k) < F32_EXACT:
         # x - zx = 256 h + l (h in [-256, 255], l in [0, 255]), each half's MAC exact in one float32
-        # Conv/MatMul: onnxruntime's ConvInteger runs a grouped (depthwise) convolution group by group,
-        # 16x slower than its float32 one on EfficientNet-Lite0
+        # Conv: onnxruntime's ConvInteger runs a grouped (depthwise) convolution group by group, 16x
+        # slower than its float32 one on EfficientNet-Lite0 (ungrouped, ConvInteger is the faster)
         xc = centred(b, x, x_ref, np.float32)
         h = b.op("Floor", b.op("Mul", xc, const(b, 1 / 256, np.float32)))
         lo = b.op("Sub", xc, b.op("Mul", h, const(b, 256, np.float32)))

@@ -86,12 +86,11 @@ _PADDED_3X3 = {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}
 
 #: the lowering of a small Conv with its bias: one float32 Conv with the requantisation folded in;
 #: a fused LeakyRelu's k/256 needs 8 more bits than float32 has to spare here: XINT8 splits the weight
-#: in base-16 digits, A8W8 requantizes in int64; 16-bit activations go through two float32 Convs, one per
-#: byte (ConvInteger byte by byte where a byte's MAC passes float32: see conv_16bit_large_reduction)
+#: in base-16 digits, A8W8 requantizes in int64; 16-bit activations go through ConvInteger byte by byte
 _CONV_ROUTES = {
     ("XINT8", False): {"Conv": 1, "ConvInteger": 0}, ("XINT8", True): {"Conv": 2, "ConvInteger": 0},
     ("A8W8", False): {"Conv": 1, "ConvInteger": 0}, ("A8W8", True): {"Conv": 0, "ConvInteger": 1, "BitwiseAnd": 1},
-    ("A16W8", False): {"Conv": 2, "ConvInteger": 0}, ("A16W8", True): {"Conv": 2, "ConvInteger": 0},
+    ("A16W8", False): {"ConvInteger": 2}, ("A16W8", True): {"ConvInteger": 2},
 }
 
 
@@ -153,10 +152,10 @@ def conv_cases() -> Iterator[Case]:
                    saturates=saturates, route=route)
     yield _mac("conv_uint8", "A8W8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=28, attrs=_PADDED_3X3,
                bias="aligned", x_quant=(np.uint8, 131, 0.0297))
-    # 16-bit codes go through two float32 Convs, one per byte; a depthwise one too (onnxruntime's
-    # ConvInteger runs groups one by one)
+    # 16-bit codes go through ConvInteger in two bytes; a depthwise convolution through two float32
+    # Convs, one per byte (onnxruntime's ConvInteger runs groups one by one)
     yield _mac("conv_uint16", "A16W8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=29, attrs=_PADDED_3X3,
-               bias="unaligned", per_channel=True, x_quant=(np.uint16, 30000, 0.0003), route={"Conv": 2, "ConvInteger": 0})
+               bias="unaligned", per_channel=True, x_quant=(np.uint16, 30000, 0.0003), route={"ConvInteger": 2})
     yield _mac("conv_depthwise_16bit", "A16W8", "Conv", [1, 6, 7, 7], [6, 1, 3, 3], seed=36,
                attrs={**_PADDED_3X3, "group": 6}, bias="aligned", per_channel=True, activation="clip",
                route={"Conv": 2, "ConvInteger": 0})
