@@ -27,6 +27,10 @@ from ryzen_nb.npu.kernels.nonlinear import evaluate_in_bf16
 __all__ = ["MARKER_DOMAIN", "lower", "mark", "marker_kernel"]
 
 MARKER_DOMAIN = "ryzen_nb.npu"
+#: element types an NPU operator's output keeps as they are (shape arithmetic); an unknown type is float
+_NOT_FLOAT = frozenset({onnx.TensorProto.INT64, onnx.TensorProto.INT32, onnx.TensorProto.INT16, onnx.TensorProto.INT8,
+                        onnx.TensorProto.UINT64, onnx.TensorProto.UINT32, onnx.TensorProto.UINT16, onnx.TensorProto.UINT8,
+                        onnx.TensorProto.BOOL, onnx.TensorProto.STRING})
 #: precisions whose NPU operators compute in bf16 (VAIML)
 _FLOAT_PRECISIONS = ("BF16", "BFP16", "MX")
 
@@ -59,7 +63,7 @@ def mark(program: NPUProgram, kernels: list[Kernel]) -> onnx.ModelProto:
             # VAIML computes in bf16: bf16 in, bf16 out
             start = len(b.nodes)
             outputs = evaluate_in_bf16(b, node, node.input, [types.get(t) == onnx.TensorProto.FLOAT for t in node.input],
-                                       [types.get(t) == onnx.TensorProto.FLOAT for t in node.output])
+                                       [types.get(t) not in _NOT_FLOAT for t in node.output])
             for raw, name in zip(outputs, node.output):
                 if name:
                     rename_output(b.nodes, raw, name)
