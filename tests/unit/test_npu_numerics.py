@@ -102,6 +102,32 @@ def test_max_pool_on_codes_runs_in_float_with_the_same_numbers(preset: str) -> N
         assert np.array_equal(session.run(None, feed)[0], session.reference_run(feed)[0])
 
 
+def test_unnamed_max_pools_on_codes_get_names_of_their_own() -> None:
+    """Exporters leave node names empty: two MaxPools on codes must not both write one tensor name."""
+    rng = np.random.default_rng(0)
+    w = numpy_helper.from_array(rng.standard_normal((8, 4, 3, 3)).astype(np.float32), "w")
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]), n("Relu", ["c"], ["r"]),
+             n("MaxPool", ["r"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+             n("MaxPool", ["p1"], ["p2"], kernel_shape=[2, 2], strides=[2, 2]),
+             n("Relu", ["p2"], ["y"])]
+    graph = helper.make_graph(nodes, "pools", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 2, 2])], [w])
+    model = make_model(graph)
+    data = [rng.standard_normal((1, 4, 8, 8)).astype(np.float32) for _ in range(4)]
+    q = ryzen_nb.quantize(model, None, "XINT8", data, progress=False).model
+    session = npu.NPUSession(q, "STX")
+    emulated = session.emulated.graph
+    pools = [p for p in emulated.node if p.op_type == "MaxPool"]
+    producers = {o: p for p in emulated.node for o in p.output}
+    assert len(pools) == 2 and all(producers[p.input[0]].op_type == "Cast" for p in pools)
+    names = [o for p in emulated.node for o in p.output]
+    assert len(names) == len(set(names)), "a tensor written twice"
+    onnx.checker.check_model(session.emulated, full_check=True)
+    for x in data[:2]:
+        assert np.array_equal(session.run(None, {"x": x})[0], session.reference_run({"x": x})[0])
+
+
 def test_fp32_model_of_opset_11_with_shape_arithmetic_emulates_in_bf16() -> None:
     """Two failures of BF16 emulation on real detectors (YOLOv8n, PP-OCRv4): a Concat of int64 shape
     values on the NPU was rounded to bf16 like a float tensor (Expand then refused its float shape),

@@ -258,30 +258,41 @@ class IntegerKernel(Kernel):
             hi = hi if a_hi is None else min(hi, int(a_hi))
         return (lo, hi) if lo <= hi else None
 
-    def shift_to_codes(self, b: GraphBuilder, num: str, shift: int, bound: float) -> str | None:
-        """Output codes of int64 ``num`` (|num| <= ``bound``) over ``2**shift``, rounded half to even,
-        in nine unsigned operators (the exact :func:`requant_int64` takes seventeen), or None.
+    def shift_to_codes(self, b: GraphBuilder, num: str, shift: int, bound: float, *, bits: int = 64,
+                       rounding: str = "half_even", add: np.ndarray | None = None) -> str | None:
+        """Output codes of the integer ``num + add`` over ``2**shift`` in unsigned operators, or None
+        when the ranges do not allow it. ``num`` is int32 or int64 (``bits``), ``|num + add| <= bound``,
+        ``add`` (default 0) an integer constant shaped to broadcast against ``num``. Rounding is
+        "half_up" (DPU_ROUND: floor((v + 2**(s-1)) / 2**s)) or "half_even" (A8W8/A16W8, A12).
 
-        ``num + (K + zp) * 2**shift`` is positive, so the shift is BitShift on uint64; adding
-        ``2**(shift-1) - 1`` plus the quotient's parity first rounds half to even; one Clip is the
-        fused activation and the saturation; ``K``, a multiple of 2**bits, vanishes in the Cast to
-        the output type, which wraps."""
-        assert self.output is not None
+        Adding ``(K + zero point) * 2**shift`` makes the sum positive, so the division is a right
+        BitShift on the unsigned type; half to even adds ``2**(shift-1) - 1`` plus the quotient's
+        parity first. One Clip is the fused Relu / Clip and the saturation; ``K``, a multiple of
+        2**(output bits), vanishes in the Cast to the output type, which wraps. Five operators for
+        half up, eight for half even, where the exact :func:`requant_int64` takes seventeen."""
+        assert self.output is not None and bits in (32, 64) and rounding in ("half_up", "half_even")
         window = self.code_window()
-        if window is None or shift < 1 or self.activation is not None and self.activation[0] == "leaky":
+        if window is None or shift < 0 or self.activation is not None and self.activation[0] == "leaky":
             return None
+        signed, unsigned, onnx_unsigned = (np.int32, np.uint32, TensorProto.UINT32) if bits == 32 else \
+            (np.int64, np.uint64, TensorProto.UINT64)
         modulus, zp = 2 ** (8 * self.output.dtype.itemsize), self.output_zero_point
-        k = modulus * (int(np.ceil(bound / 2.0**shift / modulus)) + 2)
-        if (k + abs(zp) + 2) * 2.0**shift + bound >= 2.0**62:
+        k = modulus * (int(np.ceil((bound / 2.0**shift + abs(zp)) / modulus)) + 1)
+        if (k + abs(zp) + 2) * 2.0**shift + bound >= 2.0 ** (bits - 1):
             return None
-        u = b.op("Cast", b.op("Add", num, const(b, k * 2**shift, np.int64)), to=TensorProto.UINT64)
-        s = const(b, shift, np.uint64)
-        parity = b.op("BitwiseAnd", b.op("BitShift", u, s, direction="RIGHT"), const(b, 1, np.uint64))
-        offset = (2 ** (shift - 1) - 1 + zp * 2**shift) % 2**64  # may be negative: uint64 arithmetic wraps
-        t = b.op("Add", b.op("Add", u, parity), const(b, offset, np.uint64))
-        q = b.op("BitShift", t, s, direction="RIGHT")  # = result + zero point + K
+        parity = rounding == "half_even" and shift > 0
+        # what the signed Add carries: K always; the half and the zero point unless the parity comes first
+        offset = k * 2**shift if parity else (k + zp) * 2**shift + (2 ** (shift - 1) if shift > 0 else 0)
+        total = np.asarray(offset, np.int64) + (0 if add is None else np.asarray(add, np.int64))
+        u = b.op("Cast", b.op("Add", num, const(b, total.astype(signed), signed)), to=onnx_unsigned)
+        s = const(b, shift, unsigned)
+        if parity:
+            odd = b.op("BitwiseAnd", b.op("BitShift", u, s, direction="RIGHT"), const(b, 1, unsigned))
+            rest = (2 ** (shift - 1) - 1 + zp * 2**shift) % 2**bits  # may be negative: unsigned arithmetic wraps
+            u = b.op("Add", b.op("Add", u, odd), const(b, rest, unsigned))
+        q = b.op("BitShift", u, s, direction="RIGHT")  # = result + zero point + K
         lo, hi = window
-        return b.op("Cast", b.clip(q, k + zp + lo, k + zp + hi, dtype=np.uint64), to=ONNX_INT[self.output.dtype])
+        return b.op("Cast", b.clip(q, k + zp + lo, k + zp + hi, dtype=unsigned), to=ONNX_INT[self.output.dtype])
 
     def requantize_integer_f32(self, b: GraphBuilder, y: str, dtype: Any = np.float32, bound: float | None = None) -> str:
         """Integer-valued (or half-even-pending) ``y`` -> output codes: fused ReLU / clip, then

@@ -27,7 +27,7 @@ from ryzen_nb.npu.kernels.base import KernelGraph, gemm_mismatch
 from ryzen_nb.npu.kernels.cases import Case
 from ryzen_nb.npu.kernels.exact_mac import f32_mac, mac_bound, mac_integer, mac_operands
 from ryzen_nb.npu.kernels.integer import IntegerKernel, Terms
-from ryzen_nb.npu.kernels.lowering import ONNX_INT, channel_shape, const
+from ryzen_nb.npu.kernels.lowering import channel_shape, const
 from ryzen_nb.npu.kernels.mac_cases import conv_cases, gemm_cases, matmul_cases
 from ryzen_nb.spec.dpu import LEAKY_RELU_STEPS, leaky_relu_alpha
 
@@ -200,43 +200,29 @@ class IntegerMAC(IntegerKernel):
         return self.requantize_integer_f32(b, v, dtype)
 
     def _xint8_int32(self, b: GraphBuilder, x: str, w_codes: str | None) -> str | None:
-        """The XINT8 MAC requantised with integer operations only, or None when the ranges do not
-        allow it. DPU_ROUND is floor((acc + bias + 2**(s-1)) / 2**s), an arithmetic right shift, done
-        as an unsigned BitShift after adding ``(K + zero point) * 2**s``, which keeps the sum
-        positive; the fused Relu / Clip and the saturation are one Clip, and as ``K`` is a multiple
-        of 256 (65536 for 16-bit codes), the Cast to the output type, which wraps, drops it. A bias
-        with a finer position than the accumulator is met by shifting the accumulator up instead."""
+        """The XINT8 MAC requantised with int32 operations only (:meth:`shift_to_codes`, DPU_ROUND),
+        or None when the ranges do not allow it. A bias with a finer position than the accumulator
+        is met by shifting the accumulator up instead of the bias."""
         assert self.weight is not None and self.output is not None
         if self.activation is not None and self.activation[0] == "leaky" or self.weight.dtype.itemsize != 1:
             return None
         p_acc = self.inputs[0].pos + self.weight.pos
         up = 0 if self.bias is None else max(0, self.bias.pos - p_acc)  # bias << shift_bias, or acc << -shift_bias
         shift = p_acc + up - self.output.pos
-        if shift < 0:
-            return None
         bias = np.zeros(1, np.int64)
         if self.bias is not None:
             bias = self.bias.centred(self.bias.values).astype(np.int64) * 2 ** (p_acc + up - self.bias.pos)
-        half = 2 ** (shift - 1) if shift > 0 else 0
-        bound = mac_bound(self) * 2.0**up + float(np.abs(bias).max(initial=0)) + half
-        window = self.code_window()
-        modulus, zp = 2 ** (8 * self.output.dtype.itemsize), self.output_zero_point
-        k = modulus * (int(np.ceil((bound / 2.0**shift + abs(zp)) / modulus)) + 1)
-        if window is None or (k + zp) * 2.0**shift + bound >= 2.0**31:
-            return None
-        add = bias + half + (k + zp) * 2**shift
-        if self.lowered_rank == 4 and add.size > 1:
-            add = add.reshape(channel_shape(4, add.size, self.channel_axis))
+        bound = mac_bound(self) * 2.0**up + float(np.abs(bias).max(initial=0))
+        if self.lowered_rank == 4 and bias.size > 1:
+            bias = bias.reshape(channel_shape(4, bias.size, self.channel_axis))
         else:
-            add = add.reshape(-1 if add.size > 1 else ())
+            bias = bias.reshape(-1 if bias.size > 1 else ())
+        if shift < 0 or self.code_window() is None:
+            return None
         acc = b.op(self.mac_op, *mac_operands(b, self, x, w_codes), **self.mac_attrs())
         if up:
             acc = b.op("Mul", acc, const(b, 2**up, np.int32))
-        q = b.op("BitShift", b.op("Cast", b.op("Add", acc, const(b, add, np.int32)), to=TensorProto.UINT32),
-                 const(b, shift, np.uint32), direction="RIGHT")  # = result + zero point + k
-        lo, hi = window
-        q = b.clip(q, k + zp + lo, k + zp + hi, dtype=np.uint32)
-        return b.op("Cast", q, to=ONNX_INT[self.output.dtype])
+        return self.shift_to_codes(b, acc, shift, bound, bits=32, rounding="half_up", add=bias)
 
     # -- lowering: A8W8 / A16W8 ------------------------------------------------------------------------
     def lower_scaled(self, b: GraphBuilder, inputs: list[str]) -> str:
