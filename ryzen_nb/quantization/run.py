@@ -365,13 +365,13 @@ class QuantizationRun:
         except Exception as exc:  # noqa: BLE001 - the load check has passed; an odd feed only skips the check
             log.debug("output check skipped: %s", exc)
             return []
-        warnings = []
+        warnings, remedies = [], _collapse_remedies(self.settings)
         for k, name in enumerate(names):
             problem = _collapse_problem(np.concatenate([r[k].ravel() for r in reference]),
                                         np.concatenate([q[k].ravel() for q in result]))
             if problem:
                 message = (f"Output {name!r} of the quantized model {problem} on the calibration data: its numbers "
-                           "are wrong. Try per_channel=True, 16-bit activations (A16W8), or keeping the most sensitive "
+                           f"are wrong. Try {remedies + ', or ' if remedies else ''}keeping the most sensitive "
                            "layers in float (nodes_to_exclude; AutoMixprecision with AnalysisOnly ranks them).")
                 log.warning("%s", message)
                 warnings.append(message)
@@ -453,6 +453,27 @@ def _collapse_problem(reference: np.ndarray, quantized: np.ndarray) -> str:
         return f"is constant ({b[0]:.4g}) where FP32's varies"
     c = cosine(a, b)
     return f"has cosine {c:.3f} to FP32" if np.isfinite(c) and c < COLLAPSE_COSINE else ""
+
+
+def _collapse_remedies(settings: Settings) -> str:
+    """What to try when an output collapsed, for the formats it was quantized to: integer remedies
+    mean nothing to a block or float format, whose remedy is more bits per element."""
+    weight, activation = formats.get(settings.weight.format).info, formats.get(settings.activation.format).info
+    used = [weight, activation]
+    remedies = []
+    if weight.family == "integer" and not settings.weight.per_channel:
+        remedies.append("per_channel=True")
+    if activation.family == "integer" and activation.element_bits < 16:
+        remedies.append("16-bit activations (A16W8)")
+    narrow = [info for info in used if info.family != "integer" and info.name != "bfloat16"]
+    if narrow:
+        narrowest = min(narrow, key=lambda info: info.bits_per_element)
+        wider = sorted((info for info in (formats.get(name).info for name in formats.names())
+                        if info.family in ("bfp", "mx") and info.bits_per_element > narrowest.bits_per_element),
+                       key=lambda info: info.bits_per_element)
+        suggestions = ", ".join([info.name for info in wider[:4]] + ["BF16"])
+        remedies.append(f"a format with more bits per element than {narrowest.name} ({suggestions})")
+    return ", ".join(remedies)
 
 
 def _check_session(model: onnx.ModelProto) -> Any:

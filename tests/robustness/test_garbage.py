@@ -137,3 +137,7 @@ def test_an_output_that_collapses_is_named_in_a_warning(caplog) -> None:
     # 16-bit activations hold it: no warning
     assert not [n for n in quantize(model, None, "A16W8", list(data), progress=False).notes
                 if "Output 'y'" in n]
+    # a block format's remedy is more bits per element, not integer options it has no use for
+    notes = [n for n in quantize(model, None, "MXFP4E2M1", list(data), progress=False).notes if "Output 'y'" in n]
+    assert notes and "more bits per element than MXFP4E2M1" in notes[0] and "MXINT8" in notes[0]
+    assert "per_channel" not in notes[0] and "A16W8" not in notes[0]
