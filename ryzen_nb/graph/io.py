@@ -32,12 +32,12 @@ from pathlib import Path
 from typing import Any
 
 import onnx
-from onnx import external_data_helper
+from onnx import TensorProto, external_data_helper
 
 from ryzen_nb.errors import ModelError, ModelNotFoundError, OutputPathError, RyzenNBError
 from ryzen_nb.graph.checks import walk_graphs
 
-__all__ = ["ModelLike", "tensor_bytes", "load_model", "save_model", "model_path_of", "same_file", "temporary_beside", "write_atomic",
+__all__ = ["ModelLike", "tensor_bytes", "without_weights", "with_weights", "load_model", "save_model", "model_path_of", "same_file", "temporary_beside", "write_atomic",
            "too_large_to_serialize", "PROTOBUF_LIMIT", "graph_only", "Input", "model_inputs", "path_inputs",
            "external_data_files", "external_locations", "check_output"]
 
@@ -70,12 +70,81 @@ def too_large_to_serialize(model: onnx.ModelProto) -> bool:
     return total > PROTOBUF_LIMIT // 2 and model.ByteSize() > PROTOBUF_LIMIT
 
 
+#: initializers of at least this many bytes travel beside the graph (:func:`without_weights`); the
+#: ones shape inference reads for their values (shapes, axes, pads, scales) are far smaller
+DETACHED_BYTES = 4096
+#: element types onnxruntime takes from numpy arrays (bfloat16 and strings stay in the graph)
+_DETACHABLE = frozenset({TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.FLOAT16, TensorProto.INT8,
+                         TensorProto.UINT8, TensorProto.INT16, TensorProto.UINT16, TensorProto.INT32,
+                         TensorProto.UINT32, TensorProto.INT64, TensorProto.UINT64, TensorProto.BOOL})
+#: the location a stub of :func:`without_weights` names: no file, its data is held in memory
+IN_MEMORY = "ryzen_nb:in-memory"
+
+
+def _copy_except(message: Any, target: Any, skip: str) -> None:
+    """Copy every set field of a protobuf ``message`` but ``skip`` into ``target``, without copying
+    ``skip`` first (a ModelProto's CopyFrom would copy every weight)."""
+    for field, value in message.ListFields():
+        if field.name == skip:
+            continue
+        if field.is_repeated:
+            getattr(target, field.name).extend(value)
+        elif field.type == field.TYPE_MESSAGE:
+            getattr(target, field.name).CopyFrom(value)
+        else:
+            setattr(target, field.name, value)
+
+
+def without_weights(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, TensorProto]]:
+    """``model`` whose large main-graph initializers are stubs (name, type, dims, external data held
+    in memory), and those initializers by name.
+
+    Serializing a model for onnxruntime or onnx's shape inference then costs its graph, not its
+    weights: on a 100 MB ResNet50 one serialization took 0.3 s, and the quantizer made a dozen.
+    onnxruntime takes the weights as arrays (:func:`ryzen_nb.graph.prepare.ort_session`); shape
+    inference and the version converter need only their types (:func:`graph_only`)."""
+    graph = onnx.GraphProto()
+    _copy_except(model.graph, graph, "initializer")
+    weights: dict[str, TensorProto] = {}
+    for t in model.graph.initializer:
+        if t.data_type in _DETACHABLE and t.data_location != TensorProto.EXTERNAL and \
+                tensor_bytes(t) - 256 >= DETACHED_BYTES:
+            stub = graph.initializer.add(name=t.name, data_type=t.data_type, dims=t.dims,
+                                         data_location=TensorProto.EXTERNAL)
+            stub.external_data.add(key="location", value=IN_MEMORY)
+            weights[t.name] = t
+        else:
+            graph.initializer.append(t)
+    skeleton = onnx.ModelProto()
+    _copy_except(model, skeleton, "graph")
+    skeleton.graph.CopyFrom(graph)
+    return skeleton, weights
+
+
+def with_weights(model: onnx.ModelProto, weights: dict[str, TensorProto]) -> onnx.ModelProto:
+    """``model`` (in place, and returned), a pass's result over a :func:`without_weights` skeleton,
+    with the stubs of ``weights`` holding their data again."""
+    for t in model.graph.initializer:
+        if t.name in weights and t.data_location == TensorProto.EXTERNAL and \
+                any(e.key == "location" and e.value == IN_MEMORY for e in t.external_data):
+            t.CopyFrom(weights[t.name])
+    return model
+
+
 def graph_only(model: onnx.ModelProto, fn: Callable[[onnx.ModelProto], onnx.ModelProto]) -> onnx.ModelProto:
-    """``fn(model)`` for a pass that serializes the model (shape inference, the version converter):
-    a model over 2 GiB goes through it as its graph alone, its weights in external files of a
-    temporary folder, and gets them back afterwards."""
-    if not too_large_to_serialize(model):
-        return fn(model)
+    """``fn(model)`` for a pass that serializes the model (shape inference, the version converter)
+    and reads its weights only for their types: it runs on the graph without them
+    (:func:`without_weights`: 0.03 s instead of 0.7 s of shape inference on ResNet50), and they go
+    back into its result by name. Should the pass rename a weight it runs again on the whole model;
+    a graph over 2 GiB even without its weights goes through a temporary folder as external data."""
+    skeleton, weights = without_weights(model)
+    if not too_large_to_serialize(skeleton):
+        result = with_weights(fn(skeleton), weights)
+        if not any(e.key == "location" and e.value == IN_MEMORY for t in result.graph.initializer
+                   for e in t.external_data):
+            return result
+        if not too_large_to_serialize(model):
+            return fn(model)
     with tempfile.TemporaryDirectory(prefix="ryzen_nb_graph_") as tmp:
         path = Path(tmp) / "model.onnx"
         save_model(model, path, external_data=True)

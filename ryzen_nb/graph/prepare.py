@@ -30,7 +30,14 @@ from ryzen_nb.graph.checks import (
     outer_scope_reads,
     walk_graphs,
 )
-from ryzen_nb.graph.io import ModelLike, graph_only, load_model, save_model, too_large_to_serialize
+from ryzen_nb.graph.io import (
+    ModelLike,
+    graph_only,
+    load_model,
+    save_model,
+    too_large_to_serialize,
+    without_weights,
+)
 from ryzen_nb.graph.shapes import batch_fixed_by, dynamic_batch, input_dims, make_inputs_static, with_free_batch
 
 __all__ = ["InputSpec", "PreparedModel", "prepare", "upgrade_opset", "input_specs", "ort_session", "run_with_outputs",
@@ -97,8 +104,13 @@ def ort_session(model: onnx.ModelProto, *, fused_qdq: bool = False, **options: A
         so.intra_op_num_threads = ort_threads()
     for key, value in options.items():
         setattr(so, key, value)
-    if not too_large_to_serialize(model):
-        return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    skeleton, weights = without_weights(model)
+    if not too_large_to_serialize(skeleton):
+        # the weights as arrays beside the graph: serializing them is most of a session's cost
+        arrays = [numpy_helper.to_array(t) for t in weights.values()]
+        if weights:
+            so.add_external_initializers(list(weights), [ort.OrtValue.ortvalue_from_numpy(a) for a in arrays])
+        return ort.InferenceSession(skeleton.SerializeToString(), so, providers=["CPUExecutionProvider"])
     # over protobuf's 2 GiB: onnxruntime reads it from a file with its weights beside it (it has
     # read them when the session exists, so the folder can go)
     with tempfile.TemporaryDirectory(prefix="ryzen_nb_session_") as tmp:

@@ -1,0 +1,118 @@
+"""Sessions and shape inference over a model's graph, its large weights held beside it
+(graph.io.without_weights): the same results as over the whole model, which costs a serialization
+of every weight each time."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from ryzen_nb.graph.builder import make_model
+from ryzen_nb.graph.io import DETACHED_BYTES, IN_MEMORY, graph_only, with_weights, without_weights
+from ryzen_nb.graph.prepare import ort_session
+
+
+def model_with_weights_of_every_kind() -> onnx.ModelProto:
+    """Large float32, float16, int64 and bool initializers (detached), a large bfloat16 one (kept:
+    onnxruntime takes no bfloat16 arrays), and a small shape an inference pass reads for its values."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((64, 64)).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "w"),
+             numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float16), "w16"),
+             numpy_helper.from_array(rng.integers(0, 64, (1024,)).astype(np.int64), "index"),
+             numpy_helper.from_array(rng.random((64, 64)) > 0.5, "mask"),
+             numpy_helper.from_array(w.astype(ml_dtypes.bfloat16), "wbf16"),
+             numpy_helper.from_array(np.array([-1, 32, 2], np.int64), "shape")]
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "w"], ["a"]),
+             n("Cast", ["w16"], ["w32"], to=TensorProto.FLOAT), n("MatMul", ["a", "w32"], ["b"]),
+             n("Cast", ["wbf16"], ["wb"], to=TensorProto.FLOAT), n("MatMul", ["b", "wb"], ["c"]),
+             n("Where", ["mask", "c", "a"], ["d"]),
+             n("Gather", ["d", "index"], ["e"], axis=1),
+             n("Reshape", ["e", "shape"], ["y"])]
+    graph = helper.make_graph(nodes, "weights", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [64, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    return make_model(graph)
+
+
+def test_the_skeleton_holds_stubs_of_the_large_weights_and_gives_them_back() -> None:
+    model = model_with_weights_of_every_kind()
+    skeleton, weights = without_weights(model)
+    assert sorted(weights) == ["index", "mask", "w", "w16"]
+    stubs = {t.name: t for t in skeleton.graph.initializer}
+    assert {t.name for t in model.graph.initializer} == set(stubs)
+    for name in weights:
+        assert stubs[name].data_location == TensorProto.EXTERNAL and not stubs[name].raw_data
+        assert list(stubs[name].dims) == list(weights[name].dims)
+    assert stubs["wbf16"].raw_data and stubs["shape"].raw_data  # kept in the graph
+    detached = sum(len(t.raw_data) for t in weights.values())
+    assert detached >= 4 * DETACHED_BYTES and skeleton.ByteSize() <= model.ByteSize() - detached + 64 * len(weights)
+    assert with_weights(skeleton, weights) == model
+
+
+def test_a_session_over_the_skeleton_computes_what_the_whole_model_does() -> None:
+    model = model_with_weights_of_every_kind()
+    x = np.random.default_rng(1).standard_normal((64, 64)).astype(np.float32)
+    whole = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = whole.run(None, {"x": x})[0]
+    got = ort_session(model).run(None, {"x": x})[0]
+    assert expected.shape == (1024, 32, 2) and np.array_equal(got, expected)
+
+
+def test_shape_inference_over_the_skeleton_matches_onnx_and_keeps_the_weights() -> None:
+    model = model_with_weights_of_every_kind()
+    expected = onnx.shape_inference.infer_shapes(model, strict_mode=False, data_prop=True)
+    got = graph_only(model, lambda m: onnx.shape_inference.infer_shapes(m, strict_mode=False, data_prop=True))
+    assert got == expected
+    shapes = {v.name: [d.dim_value for d in v.type.tensor_type.shape.dim] for v in got.graph.output}
+    assert shapes["y"] == [1024, 32, 2]  # the Reshape's shape was read as a value
+    assert not any(e.value == IN_MEMORY for t in got.graph.initializer for e in t.external_data)
+
+
+def test_an_unknown_stub_location_is_left_for_onnxruntime_to_refuse() -> None:
+    """A model whose external data was never loaded is not mistaken for a skeleton's stub."""
+    model = model_with_weights_of_every_kind()
+    w = next(t for t in model.graph.initializer if t.name == "w")
+    w.ClearField("raw_data")
+    w.data_location = TensorProto.EXTERNAL
+    w.external_data.add(key="location", value="weights.bin")
+    skeleton, weights = without_weights(model)
+    assert "w" not in weights
+    with pytest.raises(Exception, match="weights.bin|external"):
+        ort_session(model)
+
+
+def test_the_version_converter_over_the_skeleton_matches_it_over_the_whole_model() -> None:
+    rng = np.random.default_rng(2)
+    w = numpy_helper.from_array(rng.standard_normal((1, 64, 64)).astype(np.float32), "w")
+    n = helper.make_node
+    nodes = [n("MatMul", ["x", "w"], ["a"]), n("Squeeze", ["a"], ["s"], axes=[0]),  # axes: an input from opset 13
+             n("Unsqueeze", ["s"], ["y"], axes=[0])]
+    graph = helper.make_graph(nodes, "old", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 64])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 64])], [w])
+    model = make_model(graph, opset=11)
+    from onnx import version_converter
+    expected = version_converter.convert_version(model, 17)
+    assert graph_only(model, lambda m: version_converter.convert_version(m, 17)) == expected
+
+
+def test_a_pass_that_renames_a_weight_runs_again_on_the_whole_model() -> None:
+    model = model_with_weights_of_every_kind()
+    seen: list[bool] = []
+
+    def rename(m: onnx.ModelProto) -> onnx.ModelProto:
+        out = onnx.ModelProto()
+        out.CopyFrom(m)
+        w = next(t for t in out.graph.initializer if t.name == "w")
+        seen.append(w.data_location == TensorProto.EXTERNAL)
+        w.name = "renamed"
+        return out
+
+    result = graph_only(model, rename)
+    assert seen == [True, False]  # the skeleton first, then the whole model
+    renamed = next(t for t in result.graph.initializer if t.name == "renamed")
+    assert renamed.raw_data == next(t for t in model.graph.initializer if t.name == "w").raw_data
