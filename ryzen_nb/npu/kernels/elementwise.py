@@ -39,12 +39,13 @@ class IntegerAdd(IntegerKernel):
                  for x, r in zip(inputs, self.inputs)]
         return b.op("Mul", b.op("Add", *parts), const(b, 2.0 ** (self.output.pos - p_max), np.float64))
 
-    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> str | None:
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> tuple[str, int] | None:
         # Σ (x - zx) * 2**(pos_out - pos_x): each term a code times a power of two
         exponents = [self.output.pos - r.pos for r in self.inputs]
         if not f32_holds(sum(code_bound(r) * 2.0**e for r, e in zip(self.inputs, exponents)), min(exponents)):
             return None
-        return b.op("Add", *(dequantized(b, x, r, 2.0**e) for x, r, e in zip(inputs, self.inputs, exponents)))
+        return b.op("Add", *(dequantized(b, x, r, 2.0**e) for x, r, e in zip(inputs, self.inputs, exponents))), \
+            min(exponents)
 
     def scaled_terms(self, xs: list[np.ndarray], inputs: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(x, np.ravel(r.scale).astype(np.float64) / self.output_scale) for r, x in zip(self.inputs, xs)]
@@ -104,13 +105,13 @@ class IntegerMul(IntegerKernel):
         shift = self.output.pos - self.inputs[0].pos - self.inputs[1].pos
         return b.op("Mul", b.op("Mul", a0, a1), const(b, 2.0**shift, np.float64))
 
-    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> str | None:
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> tuple[str, int] | None:
         # (x0 - z0) * 2**shift times (x1 - z1): an integer product times a power of two
         shift = self.output.pos - self.inputs[0].pos - self.inputs[1].pos
         if not f32_holds(float(code_bound(self.inputs[0]) * code_bound(self.inputs[1])) * 2.0**shift, shift):
             return None
         return b.op("Mul", dequantized(b, inputs[0], self.inputs[0], 2.0**shift),
-                    dequantized(b, inputs[1], self.inputs[1], 1.0))
+                    dequantized(b, inputs[1], self.inputs[1], 1.0)), shift
 
     def _multiplier(self) -> np.ndarray:
         s0, s1 = (float(np.ravel(r.scale)[0]) for r in self.inputs)
@@ -229,7 +230,7 @@ class IntegerHardSigmoid(IntegerKernel):
         t = b.op("Min", b.op("Max", t, const(b, 0.0, np.float64)), const(b, 2.0**32, np.float64))
         return b.op("Mul", t, const(b, 2.0 ** -(HARD_SIGMOID_SHIFT + p_in - self.output.pos), np.float64))
 
-    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> str | None:
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> tuple[str, int] | None:
         # (x * 2731 + 3 * 2731 * 2**p_in) * 2**-k, clipped at 0: a 20-bit integer times powers of two
         p_in, k = self.inputs[0].pos, HARD_SIGMOID_SHIFT + self.inputs[0].pos - self.output.pos
         offset = self.OFFSET * HARD_SIGMOID_MULTIPLIER * 2.0**p_in
@@ -237,7 +238,7 @@ class IntegerHardSigmoid(IntegerKernel):
         if bound >= 2.0**32 * 2.0**-k or not f32_holds(bound, min(0, p_in) - k):
             return None  # (the float64 route's clip at 2**32 never binds below that bound)
         x = dequantized(b, inputs[0], self.inputs[0], float(HARD_SIGMOID_MULTIPLIER) * 2.0**-k)
-        return b.op("Relu", b.op("Add", x, const(b, offset * 2.0**-k, np.float32)))
+        return b.op("Relu", b.op("Add", x, const(b, offset * 2.0**-k, np.float32))), min(0, p_in) - k
 
     @classmethod
     def cases(cls) -> Iterator[Case]:

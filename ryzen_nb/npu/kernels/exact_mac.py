@@ -141,9 +141,10 @@ def f32_mac(b: GraphBuilder, k: IntegerMAC, x: str, w_codes: str | None, bias: n
     """``(Σ (x - zx)(w - zw) + bias) * unit`` computed exactly with onnxruntime's own float32
     Conv / MatMul; returns (tensor, numpy dtype) or None.
 
-    ``unit`` is a power of two and ``bias`` integers in accumulator units, so every product and
-    partial sum is an integer times ``unit``: float32 holds them exactly, in any summation order,
-    while their magnitude (times ``margin``) stays below 2**23 — then one float32 MAC does it.
+    ``unit`` is a power of two and ``bias`` integers in accumulator units (or integers and a half,
+    :func:`~ryzen_nb.npu.kernels.lowering.ties_up`), so every product and partial sum is a
+    multiple of half a ``unit``: float32 holds them exactly, in any summation order, while their
+    magnitude (times ``margin``) stays below 2**23 units — then one float32 MAC does it.
     Otherwise (and if ``digits``) a constant weight is split in base-16 digits, each digit's MAC
     exact in float32, and the pieces are summed in float64: two MACs, so an integer MAC
     (ConvInteger / MatMulInteger, about as fast as one float32 MAC) is preferred where it is exact. Codes are centred by Cast and Sub, not DequantizeLinear:

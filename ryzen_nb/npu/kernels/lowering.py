@@ -17,7 +17,7 @@ from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.npu.kernels.base import QuantRef
 
 __all__ = ["F32_EXACT", "ONNX_INT", "bf16_round", "centred", "channel_shape", "code_bound", "const", "dequantized",
-           "f32_holds", "rename_output", "requant_int64", "round_half"]
+           "f32_holds", "rename_output", "requant_int64", "round_half", "ties_up"]
 
 #: float32 represents every integer below 2**24; one bit of margin for the +0.5 of DPU_ROUND
 F32_EXACT = 2.0**23
@@ -65,6 +65,19 @@ def f32_holds(bound: float, step_exponent: int) -> bool:
     in float32 have nothing to round, in any order."""
     step = 2.0 ** min(step_exponent, -1)
     return step_exponent > -100 and (bound + 0.5) < F32_EXACT * step
+
+
+def ties_up(b: GraphBuilder, v: str, step_exponent: int, dtype: Any = np.float32) -> str:
+    """``v`` (a multiple of ``2**step_exponent``, held exactly) made ready for a QuantizeLinear,
+    which rounds half to even, to round it as DPU_ROUND does, floor(v + 1/2): ties up.
+
+    Adding half a step moves each tie up past the half, and nothing else across one, as no other
+    multiple of the step lies within half a step of a half: one Add where Add(1/2) and Floor took
+    two passes over the tensor. Integers (``step_exponent`` >= 0) have nothing to round. Float32
+    holds the sum wherever :func:`f32_holds` holds ``v``."""
+    if step_exponent >= 0:
+        return v
+    return b.op("Add", v, const(b, 2.0 ** (step_exponent - 1), dtype))
 
 
 def code_bound(ref: QuantRef) -> int:

@@ -170,8 +170,9 @@ class IntegerMAC(IntegerKernel):
 
     def _xint8_f32(self, b: GraphBuilder, x: str, w_codes: str | None, rounding: str, digits: bool = True) -> str | None:
         """The XINT8 MAC at FP32 speed: accumulator (bias << shift_bias included) scaled by
-        2**-shift_cut in the Conv itself, the fused activation, DPU_ROUND as Floor(v + 0.5) (the +0.5
-        rides in the bias) or half-even, then QuantizeLinear(scale 1) adds the zero point and saturates."""
+        2**-shift_cut in the Conv itself, the fused activation, then QuantizeLinear(scale 1) rounds
+        half to even, adds the zero point and saturates. For DPU_ROUND half an accumulator unit rides
+        in the bias (:func:`ties_up`), or, with a LeakyRelu or the float64 route, Floor(v + 0.5)."""
         assert self.weight is not None
         p_acc = self.inputs[0].pos + self.weight.pos
         shift = p_acc - self.output.pos
@@ -181,9 +182,9 @@ class IntegerMAC(IntegerKernel):
             bias = self._xint8_bias(p_acc)
             if bias is None:
                 return None
-        half = rounding == "half_up" and not leaky  # with leaky the +0.5 comes after the activation
-        if half:
-            bias = (np.zeros(1, np.int64) if bias is None else bias).astype(np.float64) + 2.0 ** (shift - 1)
+        nudge = rounding == "half_up" and not leaky and shift > 0  # ties_up: half a unit of the accumulator
+        if nudge:
+            bias = (np.zeros(1, np.int64) if bias is None else bias).astype(np.float64) + 0.5
         if leaky and leaky_relu_alpha(self.activation[1]) > 1:
             return None  # Max(v, alpha v) picks the negative branch only for slopes up to 1
         margin = float(LEAKY_RELU_STEPS) if leaky else 1.0  # the k/256 slope adds 8 fractional bits
@@ -193,10 +194,9 @@ class IntegerMAC(IntegerKernel):
         v, dtype = mac
         if leaky:
             v = b.op("Max", v, b.op("Mul", v, const(b, leaky_relu_alpha(self.activation[1]), dtype)))  # exact
-            if rounding == "half_up":
-                v = b.op("Add", v, const(b, 0.5, dtype))
-        if rounding == "half_up":
-            v = b.op("Floor", v)
+        if rounding == "half_up" and (leaky or dtype == np.float64 and shift > 0):
+            # the k/256 slope's fraction, or a float64 value with one float32 may not hold: round here
+            v = b.op("Floor", b.op("Add", v, const(b, 0.5, dtype)))
         return self.requantize_integer_f32(b, v, dtype)
 
     def _xint8_int32(self, b: GraphBuilder, x: str, w_codes: str | None) -> str | None:
