@@ -121,12 +121,17 @@ def without_weights(model: onnx.ModelProto) -> tuple[onnx.ModelProto, dict[str, 
     return skeleton, weights
 
 
+def _is_stub(t: TensorProto) -> bool:
+    """Whether ``t`` is a stub of :func:`without_weights` (its data held in memory, not in a file)."""
+    return t.data_location == TensorProto.EXTERNAL and \
+        any(e.key == "location" and e.value == IN_MEMORY for e in t.external_data)
+
+
 def with_weights(model: onnx.ModelProto, weights: dict[str, TensorProto]) -> onnx.ModelProto:
     """``model`` (in place, and returned), a pass's result over a :func:`without_weights` skeleton,
     with the stubs of ``weights`` holding their data again."""
     for t in model.graph.initializer:
-        if t.name in weights and t.data_location == TensorProto.EXTERNAL and \
-                any(e.key == "location" and e.value == IN_MEMORY for e in t.external_data):
+        if t.name in weights and _is_stub(t):
             t.CopyFrom(weights[t.name])
     return model
 
@@ -140,8 +145,7 @@ def graph_only(model: onnx.ModelProto, fn: Callable[[onnx.ModelProto], onnx.Mode
     skeleton, weights = without_weights(model)
     if not too_large_to_serialize(skeleton):
         result = with_weights(fn(skeleton), weights)
-        if not any(e.key == "location" and e.value == IN_MEMORY for t in result.graph.initializer
-                   for e in t.external_data):
+        if not any(_is_stub(t) for t in result.graph.initializer):
             return result
         if not too_large_to_serialize(model):
             return fn(model)
