@@ -5,7 +5,10 @@ The sensitivity analysis quantizes and evaluates the model once per layer unit, 
 executor spreads the units over its workers. Both runs are timed in alternating rounds (1 worker,
 N workers, 1, N, ...) and the fastest of each counts (other load on the machine only adds time);
 the load average is printed before and after. "1 worker" runs in this process with onnxruntime's
-default threads; each of N workers gets its share of the cores (ryzen_nb.executor).
+default threads; each of N workers gets its share of the cores (ryzen_nb.executor). The analysis is
+also timed in this process on one thread: what one thread gains from a second core inside
+onnxruntime bounds what N processes can gain over the threaded single worker (N / that gain, with
+no start-up cost at all), and the benchmark prints that bound beside the speed-up.
 
     python -m benchmarks.scaling [--workers 2] [--rounds 2] [--width 32] [--size 64] [--samples 16]
 
@@ -59,9 +62,15 @@ def main(argv: list[str] | None = None):
     data = random_images(args.samples, size=args.size)
     many = args.scheduler or args.workers
     load = os.getloadavg()
-    best = {"analysis 1": np.inf, "analysis N": np.inf, "sweep 1": np.inf, "sweep N": np.inf}
+    from ryzen_nb.executor import SerialExecutor
+
+    best = {"analysis 1": np.inf, "analysis N": np.inf, "analysis 1 thread": np.inf, "sweep 1": np.inf,
+            "sweep N": np.inf}
     tables = {}
     for r in range(args.rounds):
+        seconds, _, tables["1 thread"] = _analysis(model, data, args.samples, SerialExecutor(threads_per_worker=1))
+        best["analysis 1 thread"] = min(best["analysis 1 thread"], seconds)
+        print(f"round {r + 1}: sensitivity analysis, 1 worker on 1 thread: {seconds:.2f} s", flush=True)
         for key, executor in (("1", None), ("N", many)):
             seconds, total, tables[key] = _analysis(model, data, args.samples, executor)
             best[f"analysis {key}"] = min(best[f"analysis {key}"], seconds)
@@ -74,9 +83,16 @@ def main(argv: list[str] | None = None):
     same = np.allclose(tables["1"].sensitivity_l2, tables["N"].sensitivity_l2, rtol=1e-6)
     print(f"\nscale-out: resnet_cnn(width={args.width}) {args.size}x{args.size}, {args.samples} samples, "
           f"N = {many}; load average {load[0]:.2f} before, {os.getloadavg()[0]:.2f} after, on {os.cpu_count()} CPUs")
+    speedup = best["analysis 1"] / best["analysis N"]
+    threading_gain = best["analysis 1 thread"] / best["analysis 1"]
+    workers = many if isinstance(many, int) else None
     print(f"  sensitivity analysis: 1 worker {best['analysis 1']:.2f} s, N workers {best['analysis N']:.2f} s, "
-          f"speed-up {best['analysis 1'] / best['analysis N']:.2f}x (goal >= 1.8x with 2 workers: "
-          f"{'met' if best['analysis 1'] / best['analysis N'] >= 1.8 else 'NOT met'}); same sensitivities: {same}")
+          f"speed-up {speedup:.2f}x (goal >= 1.8x with 2 workers: {'met' if speedup >= 1.8 else 'NOT met'}); "
+          f"same sensitivities: {same}")
+    print(f"  1 worker on 1 thread {best['analysis 1 thread']:.2f} s: onnxruntime's threads gain "
+          f"{threading_gain:.2f}x on their own"
+          + (f", so {workers} workers can gain at most {workers / threading_gain:.2f}x over the threaded worker; "
+             f"over one thread they gain {best['analysis 1 thread'] / best['analysis N']:.2f}x" if workers else ""))
     if not args.no_sweep:
         print(f"  sweep: 1 worker {best['sweep 1']:.2f} s, N workers {best['sweep N']:.2f} s, "
               f"speed-up {best['sweep 1'] / best['sweep N']:.2f}x (no goal)")
