@@ -116,3 +116,46 @@ def test_a_pass_that_renames_a_weight_runs_again_on_the_whole_model() -> None:
     assert seen == [True, False]  # the skeleton first, then the whole model
     renamed = next(t for t in result.graph.initializer if t.name == "renamed")
     assert renamed.raw_data == next(t for t in model.graph.initializer if t.name == "w").raw_data
+
+
+def test_constant_folding_over_the_skeleton_folds_and_gives_every_weight_back() -> None:
+    """onnxruntime's constant folding gets the graph without its weights and writes them into a file
+    beside the optimized model: the folded constant and every large weight come back with their data."""
+    from ryzen_nb.graph.prepare import _fold_constants
+
+    model = model_with_weights_of_every_kind()
+    rng = np.random.default_rng(2)
+    # a constant subgraph over a large weight: w_sum = w_a + w_b, folded into one initializer
+    graph = model.graph
+    graph.initializer.extend([numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "w_a"),
+                              numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "w_b")])
+    graph.node.insert(0, helper.make_node("Add", ["w_a", "w_b"], ["w_sum"], name="constant_add"))
+    graph.node.insert(1, helper.make_node("MatMul", ["x", "w_sum"], ["x2"], name="use_sum"))
+    graph.node[2].input[0] = "x2"  # the first MatMul now reads x2
+    folded = _fold_constants(model)
+    assert "constant_add" not in {n.name for n in folded.graph.node}
+    assert not any(t.data_location == TensorProto.EXTERNAL for t in folded.graph.initializer)
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    expected = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    got = ort.InferenceSession(folded.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_constant_folding_that_changes_nothing_keeps_the_graph_as_written() -> None:
+    """onnxruntime writes a graph it was given weights for anew (its own node order, every default
+    attribute spelled out); with nothing to fold the graph stays as the user wrote it, byte for byte."""
+    from ryzen_nb.graph.prepare import _fold_constants
+
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array(rng.standard_normal((8, 4, 3, 3)).astype(np.float32), "w")
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w"], ["c1"], name="conv_a", pads=[1, 1, 1, 1]),  # no group, no auto_pad
+             n("Relu", ["x"], ["r"], name="relu_first_but_independent"),
+             n("Conv", ["r", "w"], ["c2"], name="conv_b", pads=[1, 1, 1, 1]),
+             n("Add", ["c1", "c2"], ["y"], name="add")]
+    graph = helper.make_graph(nodes, "unchanged", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8, 8, 8])], [w])
+    model = make_model(graph)
+    folded = _fold_constants(model)
+    assert [node.SerializeToString() for node in folded.graph.node] == [node.SerializeToString() for node in nodes]
+    assert folded.graph.SerializeToString(deterministic=True) == model.graph.SerializeToString(deterministic=True)
