@@ -45,6 +45,7 @@ from ryzen_nb.graph.io import (
     model_path_of,
     path_inputs,
     save_model,
+    serialized_size,
 )
 from ryzen_nb.graph.prepare import constants_to_initializers, input_specs, ort_session, prepare
 from ryzen_nb.graph.shapes import restore_dynamic_batch
@@ -407,8 +408,8 @@ class QuantizationRun:
             calibration_samples=calibration.samples if calibration else 0,
             calibration_seconds=calibration.seconds if calibration else 0.0,
             total_seconds=time.perf_counter() - self.start_time,
-            size_before=self.prepared.model.ByteSize(),
-            size_after=quantized.ByteSize(),
+            size_before=serialized_size(self.prepared.model),
+            size_after=serialized_size(quantized),
             effective_bits_before=_weight_bits(self.prepared.model, None),
             effective_bits_after=_weight_bits(self.prepared.model, plan.formats_by_tensor()),
             preparation=list(self.prepared.steps),

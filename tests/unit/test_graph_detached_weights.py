@@ -159,3 +159,24 @@ def test_constant_folding_that_changes_nothing_keeps_the_graph_as_written() -> N
     folded = _fold_constants(model)
     assert [node.SerializeToString() for node in folded.graph.node] == [node.SerializeToString() for node in nodes]
     assert folded.graph.SerializeToString(deterministic=True) == model.graph.SerializeToString(deterministic=True)
+
+
+def test_serialized_size_counts_what_protobuf_counts() -> None:
+    """QuantizationSummary's file sizes come from serialized_size, which counts each large weight by
+    its length instead of encoding it: the same number as ByteSize, for every kind of weight (typed
+    float_data, raw data, kept bfloat16, an external-data stub, lengths across varint boundaries)."""
+    from ryzen_nb.graph.io import serialized_size
+
+    model = model_with_weights_of_every_kind()
+    assert serialized_size(model) == model.ByteSize()
+    graph = model.graph
+    typed = helper.make_tensor("typed", TensorProto.FLOAT, [2048], np.arange(2048, dtype=np.float32).tolist())
+    assert not typed.HasField("raw_data")
+    graph.initializer.append(typed)
+    for n in (1023, 16383, 16384, 2**21):  # raw lengths around the varint's 2- and 3-byte steps
+        graph.initializer.append(numpy_helper.from_array(np.zeros(n, np.uint8), f"bytes_{n}"))
+    external = graph.initializer.add(name="on_disk", data_type=TensorProto.FLOAT, dims=[4096],
+                                     data_location=TensorProto.EXTERNAL)
+    external.external_data.add(key="location", value="weights.bin")
+    model.metadata_props.add(key="note", value="x" * 300)
+    assert serialized_size(model) == model.ByteSize() == len(model.SerializeToString())
