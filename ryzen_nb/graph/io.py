@@ -38,7 +38,7 @@ from ryzen_nb.errors import ModelError, ModelNotFoundError, OutputPathError, Ryz
 from ryzen_nb.graph.checks import walk_graphs
 
 __all__ = ["ModelLike", "tensor_bytes", "without_weights", "with_weights", "load_model", "save_model", "model_path_of", "same_file", "temporary_beside", "write_atomic",
-           "too_large_to_serialize", "serialized_size", "PROTOBUF_LIMIT", "graph_only", "Input", "model_inputs", "path_inputs",
+           "too_large_to_serialize", "serialized_size", "for_checker", "PROTOBUF_LIMIT", "graph_only", "Input", "model_inputs", "path_inputs",
            "external_data_files", "external_locations", "check_output"]
 
 ModelLike = str | os.PathLike | bytes | onnx.ModelProto
@@ -162,6 +162,21 @@ def with_weights(model: onnx.ModelProto, weights: dict[str, TensorProto]) -> onn
         if t.name in weights and _is_stub(t):
             t.CopyFrom(weights[t.name])
     return model
+
+
+def for_checker(model: onnx.ModelProto) -> onnx.ModelProto:
+    """``model`` as onnx's checker should see it: each large weight an empty tensor of its name and
+    type. The checker serializes what it gets (0.56 s of BERT-base's 0.57 s went to its 340 MB of
+    weights) and refuses a stub of :func:`without_weights`, whose data is in no file; it checks the
+    graph's structure, which this keeps, while onnxruntime's load checks the weights."""
+    skeleton, _ = without_weights(model)
+    for t in skeleton.graph.initializer:
+        if _is_stub(t):
+            del t.external_data[:]
+            t.ClearField("data_location")
+            del t.dims[:]
+            t.dims.append(0)
+    return skeleton
 
 
 def graph_only(model: onnx.ModelProto, fn: Callable[[onnx.ModelProto], onnx.ModelProto]) -> onnx.ModelProto:

@@ -33,6 +33,7 @@ from ryzen_nb.graph.checks import (
 from ryzen_nb.graph.io import (
     DETACHED_BYTES,
     ModelLike,
+    for_checker,
     graph_only,
     load_model,
     save_model,
@@ -381,7 +382,7 @@ def _check(m: onnx.ModelProto) -> None:
         log.debug("model over 2 GiB: onnx's checker skipped")
         return
     try:
-        onnx.checker.check_model(m)
+        onnx.checker.check_model(for_checker(m))
     except onnx.checker.ValidationError as exc:
         message = str(exc).strip()
         # Exporters often leave graph outputs without a shape; onnxruntime accepts that, and the

@@ -180,3 +180,21 @@ def test_serialized_size_counts_what_protobuf_counts() -> None:
     external.external_data.add(key="location", value="weights.bin")
     model.metadata_props.add(key="note", value="x" * 300)
     assert serialized_size(model) == model.ByteSize() == len(model.SerializeToString())
+
+
+def test_the_checker_sees_the_graph_without_the_weight_data() -> None:
+    """prepare's call of onnx's checker gets placeholders for the large weights (it would serialize
+    them all): it passes a good model and still refuses a bad node."""
+    from ryzen_nb.errors import ModelError
+    from ryzen_nb.graph.io import for_checker
+    from ryzen_nb.graph.prepare import _check
+
+    model = model_with_weights_of_every_kind()
+    model.graph.output[0].CopyFrom(helper.make_tensor_value_info("y", TensorProto.FLOAT, [1024, 32, 2]))
+    checked = for_checker(model)
+    assert checked.ByteSize() < model.ByteSize() - 4 * DETACHED_BYTES
+    assert {t.name for t in checked.graph.initializer} == {t.name for t in model.graph.initializer}
+    _check(model)
+    model.graph.node[0].op_type = "NoSuchOperator"
+    with pytest.raises(ModelError, match="NoSuchOperator"):
+        _check(model)
