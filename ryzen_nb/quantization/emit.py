@@ -144,11 +144,12 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
 
 def _ort_fusable_folds(graph: onnx.GraphProto, plan: QuantPlan, settings: Settings, consumers: dict[str, list[int]],
                       producers: dict[str, int]) -> dict[str, TensorPlan]:
-    """Folded MAC outputs (Conv/Gemm/MatMul -> Relu/Clip, no quantizer between them: FoldRelu) that get
-    the activation's own 8-bit quantizer before the activation too -> that quantizer's plan.
+    """Folded MAC and residual-Add outputs (Conv/Gemm/MatMul/Add -> Relu/Clip, no quantizer between
+    them: FoldRelu) that get the activation's own 8-bit quantizer before the activation too -> that
+    quantizer's plan.
 
-    onnxruntime turns DequantizeLinear -> Conv/Gemm/MatMul -> QuantizeLinear into its integer kernel
-    only when the QuantizeLinear reads the operator's output itself; behind a Relu the operator runs
+    onnxruntime turns DequantizeLinear -> Conv/Gemm/MatMul/Add -> QuantizeLinear into its integer kernel
+    (QLinearConv, QLinearAdd...) only when the QuantizeLinear reads the operator's output itself; behind a Relu the operator runs
     in float, with its weights dequantized on every run (an A8W8 ResNet50 then runs at FP32 speed or
     below, onnxruntime's own S8S8 model faster). Relu and Clip commute with a monotone quantizer and
     a DequantizeLinear -> QuantizeLinear round trip at one scale is the identity, so
@@ -160,8 +161,7 @@ def _ort_fusable_folds(graph: onnx.GraphProto, plan: QuantPlan, settings: Settin
     out: dict[str, TensorPlan] = {}
     for name in plan.folded:
         users = consumers.get(name, [])
-        if name not in producers or len(users) != 1 or graph.node[producers[name]].op_type not in ("Conv", "Gemm",
-                                                                                                   "MatMul"):
+        if name not in producers or len(users) != 1 or not _ort_fusable_producer(graph.node[producers[name]], graph):
             continue
         act_node = graph.node[users[0]]
         act = plan.tensors.get(act_node.output[0]) if act_node.op_type in ("Relu", "Clip") else None
@@ -171,6 +171,14 @@ def _ort_fusable_folds(graph: onnx.GraphProto, plan: QuantPlan, settings: Settin
         if isinstance(fmt, IntegerFormat) and fmt.info.element_bits == 8:
             out[name] = act
     return out
+
+
+def _ort_fusable_producer(node: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
+    """A MAC, or a residual Add (a bias Add reads a weight, which its QDQ form leaves float:
+    onnxruntime has no integer kernel for it, and it keeps the form it had)."""
+    if node.op_type == "Add":
+        return not {i.name for i in graph.initializer} & set(node.input)
+    return node.op_type in ("Conv", "Gemm", "MatMul")
 
 
 def lowering_args(t: TensorPlan, fmt) -> dict[str, Any]:

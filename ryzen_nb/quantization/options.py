@@ -111,7 +111,7 @@ EXTRA_OPTIONS: dict[str, Option] = {
         _o("AlignTranspose", False, "", "accepted"),
         _o("AlignReshape", False, "", "accepted"),
         _o("AlignEltwiseQuantType", False, "eltwise inputs share one type (A16W8)", "accepted"),
-        _o("FoldRelu", False, "no QDQ between Conv/Gemm and a following Relu (fused on the NPU)"),
+        _o("FoldRelu", False, "no QDQ between Conv/Gemm/MatMul/Add and a following Relu (fused on the NPU)"),
         # ryzen-nb's own key: see Settings.ort_fusable_folds and quantization/emit.py (_ort_fusable_folds)
         _o("ORTFusableQDQ", False, "with FoldRelu and int32 biases, also the Relu's 8-bit quantizer before it "
            "(same values): onnxruntime then fuses the convolution into its integer kernel, which is faster but "

@@ -5,7 +5,7 @@ named steps:
 
 1. :func:`select_nodes` / :func:`_quantized_nodes` — the nodes the config asks to quantize (names,
    regular expressions, op types, sub-graphs) that ryzen-nb knows how to quantize;
-2. :func:`_folded_tensors` — a Conv/Gemm/MatMul/bias-Add output read only by a fusible activation
+2. :func:`_folded_tensors` — a Conv/Gemm/MatMul/Add output read only by a fusible activation
    stays float when ``fold_activations`` (the NPU applies the activation inside the operator);
 3. :func:`_plan_tensors` — every float input and output of those nodes: activations in the
    activation format, weights, biases and other constants in theirs (mixed-precision overrides per
@@ -143,8 +143,14 @@ def _quantized_nodes(index: ModelIndex, settings: Settings, folded_nodes: Mappin
 
 
 def _folded_tensors(index: ModelIndex, quantized: list[int], settings: Settings) -> set[str]:
-    """Tensors left float: those the config's rewrites fold, and — with ``fold_activations`` — a
-    MAC or bias-Add output read only by a quantized fusible activation (the NPU fuses the two)."""
+    """Tensors left float: those the config's rewrites fold, and — with ``fold_activations`` — the
+    output of a MAC or an Add read only by a quantized fusible activation (the NPU fuses the two).
+
+    A residual Add -> Relu too: Quark writes it with one quantizer, after the Relu (amd-quark 0.13,
+    ``annotate_op_type`` in quark/onnx/quantization/quant_utils.py lists Add beside Conv and MatMul),
+    and so the models of AMD's published EP logs count (tests/unit/test_npu_ep_logs.py, QUARK_QDQ);
+    the partitioner fuses the Relu into the Add (spec.operators.FUSING_PRODUCERS). Quark's list also
+    holds the pools, which ryzen-nb does not fold (a pool -> Relu is rare after preparation)."""
     folded: set[str] = set(settings.fold_tensors)
     if not settings.fold_activations:
         return folded
@@ -156,7 +162,8 @@ def _folded_tensors(index: ModelIndex, quantized: list[int], settings: Settings)
         out = node.output[0]
         users = index.consumer_indices.get(out, [])
         if len(users) == 1 and users[0] in qset and index.nodes[users[0]].op_type in FUSIBLE_ACTIVATIONS:
-            if out not in index.graph_outputs and (node.op_type != "Add" or _is_bias_add(node, index)):
+            # a tensor named in MixedPrecisionTensor keeps the quantizer it was given a format for
+            if out not in index.graph_outputs and out not in settings.tensor_formats:
                 folded.add(out)
     return folded
 
@@ -419,10 +426,6 @@ def _activation_block_axis(reduction: str | None, rank: int) -> int:
     if reduction == "last":
         return rank - 1
     return 1 if rank == 4 else rank - 1
-
-
-def _is_bias_add(node: onnx.NodeProto, index: ModelIndex) -> bool:
-    return any(name in index.initializer_names for name in node.input)
 
 
 def sharing_groups(index: ModelIndex, plan: QuantPlan, settings: Settings) -> list[list[str]]:

@@ -45,7 +45,7 @@ class Settings:
     input_nodes: list[str] = field(default_factory=list)  #: quantize only downstream of these nodes
     output_nodes: list[str] = field(default_factory=list)  #: ... and upstream of these
     exclude_subgraphs: list[tuple[list[str], list[str]]] = field(default_factory=list)  #: (starts, ends)
-    fold_activations: bool = default("FoldRelu")  #: no QDQ between Conv/Gemm and a following Relu/Clip/LeakyRelu
+    fold_activations: bool = default("FoldRelu")  #: no QDQ between Conv/Gemm/MatMul/Add and a following Relu/Clip/LeakyRelu/PRelu
     #: with fold_activations and int32 biases: before a folded Relu/Clip, the same 8-bit quantizer as after
     #: it (identical values: both commute with a monotone quantizer), which lets onnxruntime fuse the
     #: operator into its integer kernel (emit.py, _ort_fusable_folds). Off by default: on x86 CPUs without

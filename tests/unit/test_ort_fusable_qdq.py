@@ -44,8 +44,8 @@ def test_a8w8_relu_convolutions_become_integer_kernels_with_the_same_values(tmp_
                           for n in fusable.graph.node if n.op_type == "Relu")
     plain_producers = Counter(next(p.op_type for p in plain.graph.node if n.input[0] in p.output)
                               for n in plain.graph.node if n.op_type == "Relu")
-    # the 9 Conv -> Relu of the CNN now read a quantizer; the 8 residual Add -> Relu already did
-    assert plain_producers == {"Conv": 9, "DequantizeLinear": 8}
+    # the 9 Conv -> Relu and the 8 residual Add -> Relu of the CNN now read a quantizer
+    assert plain_producers == {"Conv": 9, "Add": 8}
     assert relu_inputs == {"DequantizeLinear": 17}
     for x in random_images(4, seed=7):
         feed = {"input": x[None]}
@@ -55,6 +55,8 @@ def test_a8w8_relu_convolutions_become_integer_kernels_with_the_same_values(tmp_
     # quantizer's S8S8 model gets fused (a convolution whose input also feeds a residual stays float in both)
     assert unfused["FusedConv"] == 9 and fused["FusedConv"] == 0
     assert fused["QLinearConv"] > unfused["QLinearConv"]
+    # the residual Adds likewise (those whose inputs fuse: 3 of 8 here, as before the Add -> Relu fold)
+    assert fused["QLinearAdd"] > unfused["QLinearAdd"] == 0
     # the NPU still fuses the Relu into its convolution: nothing moves to the CPU
     assert npu.compile(fusable, "STX").cpu_operators == npu.compile(plain, "STX").cpu_operators
 
@@ -73,4 +75,4 @@ def test_the_option_switches_it_on() -> None:
     plain = ryzen_nb.quantize(resnet_cnn(seed=0), None, qc, random_images(4), progress=False).model
     qc.extra_options["ORTFusableQDQ"] = True
     fusable = ryzen_nb.quantize(resnet_cnn(seed=0), None, qc, random_images(4), progress=False).model
-    assert len(fusable.graph.node) == len(plain.graph.node) + 2 * 9  # a Q/DQ pair before each of the 9 Relus
+    assert len(fusable.graph.node) == len(plain.graph.node) + 2 * 17  # a Q/DQ pair before each of the 17 Relus
