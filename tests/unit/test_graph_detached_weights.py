@@ -198,3 +198,21 @@ def test_the_checker_sees_the_graph_without_the_weight_data() -> None:
     model.graph.node[0].op_type = "NoSuchOperator"
     with pytest.raises(ModelError, match="NoSuchOperator"):
         _check(model)
+
+
+def test_the_checker_reaches_the_nodes_of_a_model_whose_outputs_have_no_shape() -> None:
+    """Exporters often declare graph outputs without a shape: the checker's complaint about that
+    came first and stopped it, so a bad node went unchecked; now the model passes and the node not."""
+    from ryzen_nb.errors import ModelError
+    from ryzen_nb.graph.prepare import _check
+
+    shapeless = onnx.ValueInfoProto(name="y")
+    shapeless.type.tensor_type.elem_type = TensorProto.FLOAT
+    graph = helper.make_graph([helper.make_node("Relu", ["x"], ["h"]), helper.make_node("Relu", ["h"], ["y"])], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4])], [shapeless])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    _check(model)
+    assert not model.graph.output[0].type.tensor_type.HasField("shape")  # the model itself is untouched
+    model.graph.node[1].op_type = "NoSuchOperator"
+    with pytest.raises(ModelError, match="NoSuchOperator"):
+        _check(model)
