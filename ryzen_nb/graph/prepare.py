@@ -308,8 +308,10 @@ def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) ->
     A Gemm carries its bias into the accumulator: integer presets quantize it to int32 with scale
     s_A * s_W instead of rounding the MatMul output to 8 bits before the bias is added, as the NPU
     does and as Quark's model simplification arranges. ``A`` of rank > 2 (``[batch, tokens, K]``)
-    is reshaped to 2-D around the Gemm. The Gemm takes the MatMul's node name and the Add's output
-    name, so everything downstream keeps its names. Returns the number of pairs fused.
+    is reshaped to 2-D around the Gemm, once for all the pairs that read it (an attention layer's
+    query, key and value projections: as Quark's simplified models). The Gemm takes the MatMul's node
+    name and the Add's output name, so everything downstream keeps its names. Returns the number of
+    pairs fused.
     """
     graph = m.graph
     inits = {t.name: t for t in graph.initializer}
@@ -323,6 +325,7 @@ def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) ->
     graph_outputs = {o.name for o in graph.output} | outer_scope_reads(graph)
     replaced: dict[int, list[onnx.NodeProto]] = {}  # id(MatMul) -> new nodes; the Add is dropped
     dropped: set[int] = set()
+    flattened: dict[tuple[str, int], str] = {}  # (A, K) -> A as [-1, K]: one Reshape for the query, key and value
     for mm in graph.node:
         if mm.op_type != "MatMul" or mm.input[1] not in inits or len(inits[mm.input[1]].dims) != 2:
             continue
@@ -347,10 +350,12 @@ def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) ->
                 inits[b_vec] = graph.initializer[-1]
         nodes = []
         a2 = mm.input[0]
-        if len(a_shape) > 2:
+        if len(a_shape) > 2 and (mm.input[0], k) in flattened:
+            a2 = flattened[(mm.input[0], k)]  # made before this MatMul, by the first pair that reads A
+        elif len(a_shape) > 2:
             shape_2d = numpy_helper.from_array(np.array([-1, k], np.int64), f"{tag}_gemm_input_shape")
             graph.initializer.append(shape_2d)
-            a2 = f"{tag}_gemm_input"
+            a2 = flattened[(mm.input[0], k)] = f"{tag}_gemm_input"
             nodes.append(helper.make_node("Reshape", [mm.input[0], shape_2d.name], [a2], name=f"{tag}_gemm_reshape_in"))
         y2 = add.output[0] if len(a_shape) == 2 else f"{tag}_gemm_output"
         nodes.append(helper.make_node("Gemm", [a2, mm.input[1], b_vec], [y2], name=mm.name or f"{tag}_gemm"))

@@ -132,6 +132,9 @@ def test_matmul_bias_add_becomes_gemm_keeping_names_and_outputs(layers: int) -> 
     ops = [n.op_type for n in prepared.model.graph.node]
     # 6 projections per layer (query, key, value, output, intermediate, ffn_out), all with a bias
     assert ops.count("Gemm") == 6 * layers and ops.count("MatMul") == 2 * layers  # attention scores, context
+    # the query, key and value read one flattened copy of their input: 4 Reshapes into Gemms per layer, not 6
+    flattening = [n for n in prepared.model.graph.node if n.op_type == "Reshape" and n.name.endswith("_gemm_reshape_in")]
+    assert len(flattening) == 4 * layers
     assert any("into Gemm" in step for step in prepared.steps)
     names = {o for n in prepared.model.graph.node for o in n.output}
     matmul_outputs = {n.output[0] for n in model.graph.node if n.op_type == "MatMul"}
