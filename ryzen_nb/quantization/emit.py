@@ -159,9 +159,10 @@ def _ort_fusable_folds(graph: onnx.GraphProto, plan: QuantPlan, settings: Settin
     if not (settings.ort_fusable_folds and settings.fold_activations and settings.bias == "int32"):
         return {}
     out: dict[str, TensorPlan] = {}
+    weights = {t.name for t in graph.initializer}
     for name in plan.folded:
         users = consumers.get(name, [])
-        if name not in producers or len(users) != 1 or not _ort_fusable_producer(graph.node[producers[name]], graph):
+        if name not in producers or len(users) != 1 or not _ort_fusable_producer(graph.node[producers[name]], weights):
             continue
         act_node = graph.node[users[0]]
         act = plan.tensors.get(act_node.output[0]) if act_node.op_type in ("Relu", "Clip") else None
@@ -173,11 +174,11 @@ def _ort_fusable_folds(graph: onnx.GraphProto, plan: QuantPlan, settings: Settin
     return out
 
 
-def _ort_fusable_producer(node: onnx.NodeProto, graph: onnx.GraphProto) -> bool:
+def _ort_fusable_producer(node: onnx.NodeProto, weights: set[str]) -> bool:
     """A MAC, or a residual Add (a bias Add reads a weight, which its QDQ form leaves float:
     onnxruntime has no integer kernel for it, and it keeps the form it had)."""
     if node.op_type == "Add":
-        return not {i.name for i in graph.initializer} & set(node.input)
+        return not weights & set(node.input)
     return node.op_type in ("Conv", "Gemm", "MatMul")
 
 

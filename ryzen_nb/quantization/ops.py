@@ -89,7 +89,7 @@ OPS: dict[str, OpInfo] = _ops(
     OpInfo("Identity", "data"),
 )
 
-#: activations the NPU fuses into the preceding Conv/Gemm (Quark RemoveQDQConv*, FoldRelu)
+#: activations the NPU fuses into the preceding Conv/Gemm/MatMul/Add (Quark RemoveQDQConv*, FoldRelu)
 FUSIBLE_ACTIVATIONS = ("Relu", "Clip", "LeakyRelu", "PRelu")
 
 
