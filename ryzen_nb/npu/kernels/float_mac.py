@@ -141,7 +141,8 @@ class FloatConv(FloatMAC):
         return y
 
     def _conv_double(self, b: GraphBuilder, x: str, w: str) -> str:
-        """2-D convolution in float64 by im2col (Pad, strided Slices, Concat) and a batched MatMul."""
+        """2-D convolution in float64: im2col (Pad, strided Slices, Concat) and a batched MatMul, or for a
+        depthwise convolution the windows times their weight taps, summed."""
         n, c, h, wd = self.attrs["_x_shape"]
         co, _, kh, kw = self.attrs["_w_shape"]
         strides = list(self.attrs.get("strides", [1, 1]))
@@ -159,13 +160,21 @@ class FloatConv(FloatMAC):
             return b.op("Reshape", y, i64([n, co, h, wd]))
         if any(pads):
             x = b.op("Pad", x, i64([0, 0, pads[0], pads[1], 0, 0, pads[2], pads[3]]))
-        patches = []
+        taps = []  # (i, j, the input window that tap multiplies: N, C, Ho, Wo)
         for i in range(kh):
             for j in range(kw):
                 start = [i * dil[0], j * dil[1]]
                 end = [start[0] + strides[0] * (ho - 1) + 1, start[1] + strides[1] * (wo - 1) + 1]
-                p = b.op("Slice", x, i64(start), i64(end), i64([2, 3]), i64(strides))
-                patches.append(b.op("Reshape", p, i64([n, c, 1, ho * wo])))
+                taps.append((i, j, b.op("Slice", x, i64(start), i64(end), i64([2, 3]), i64(strides))))
+        if group == c == co:
+            # depthwise: each output channel reads one input channel, so the MAC is kh*kw products per
+            # output, summed elementwise; a batched MatMul of C (1 x K) rows by (K x L) columns is
+            # several times slower (float64 is exact for the products, so the order of the sum is free)
+            products = [b.op("Mul", window, b.op("Reshape", b.op("Slice", w, i64([i, j]), i64([i + 1, j + 1]),
+                                                                 i64([2, 3])), i64([1, c, 1, 1])))
+                        for i, j, window in taps]
+            return products[0] if len(products) == 1 else b.op("Sum", *products)
+        patches = [b.op("Reshape", window, i64([n, c, 1, ho * wo])) for _, _, window in taps]
         cols = patches[0] if len(patches) == 1 else b.op("Concat", *patches, axis=2)  # N, C, K, L
         cols = b.op("Reshape", cols, i64([n, group, (c // group) * kh * kw, ho * wo]))
         wg = b.op("Reshape", w, i64([1, group, co // group, (c // group) * kh * kw]))
@@ -180,6 +189,10 @@ class FloatConv(FloatMAC):
             yield cls._case("conv1x1", precision, [2, 8, 3, 3], [4, 8, 1, 1], False, route={"Slice": 0})
             yield cls._case("conv_grouped_strided_dilated", precision, [1, 4, 9, 9], [6, 2, 3, 3], True,
                             group=2, strides=[2, 2], dilations=[2, 2])
+            yield cls._case("conv_depthwise_strided", precision, [1, 6, 9, 9], [6, 1, 3, 3], True, group=6,
+                            strides=[2, 2], pads=[1, 1, 1, 1], route={"MatMul": 0, "Sum": 1})
+            yield cls._case("conv_depthwise_5x5", precision, [2, 4, 8, 8], [4, 1, 5, 5], False, group=4,
+                            pads=[2, 2, 2, 2], route={"MatMul": 0, "Sum": 1})
 
 
 class FloatGemm(FloatMAC):
