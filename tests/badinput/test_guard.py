@@ -122,6 +122,16 @@ def test_the_guard_speaks_the_callers_names(ws: Path) -> None:
         check_output("ext.onnx.data", inputs, "--output path")
 
 
+def test_a_model_whose_bytes_merely_say_location_has_no_external_data(ws: Path) -> None:
+    """The guard finds external data by scanning for the key "location" before it parses; a model
+    holding the word elsewhere is parsed, and has none."""
+    proto = onnx.load("m.onnx")
+    proto.doc_string = "camera location: lab 2"
+    onnx.save(proto, "doc.onnx")
+    assert [i.path.name for i in model_inputs("doc.onnx")] == ["doc.onnx"]
+    assert [i.path.name for i in model_inputs("ext.onnx")] == ["ext.onnx", "ext.onnx.data"]
+
+
 def test_the_guard_allows_what_is_not_an_input(ws: Path) -> None:
     inputs = model_inputs("m.onnx") + [Input("calibration_data", Path("calib"), (".npy",))]
     for fine in ("m_q.onnx", "outdir/m.onnx", "new/folder/m.onnx", "calib/report.json", "M.onnx"):

@@ -216,7 +216,12 @@ def test_the_size_check_counts_without_serializing_and_bounds_the_true_size() ->
     rng = np.random.default_rng(0)
     tensors = [numpy_helper.from_array(rng.standard_normal((64, 64)).astype(np.float32), "raw"),
                helper.make_tensor("typed", onnx.TensorProto.INT64, [300], (-(2**62) + rng.integers(0, 9, 300)).tolist()),
-               helper.make_tensor("floats", onnx.TensorProto.FLOAT, [100], rng.standard_normal(100).tolist())]
+               helper.make_tensor("floats", onnx.TensorProto.FLOAT, [100], rng.standard_normal(100).tolist()),
+               # raw data of other widths (counted from the dimensions, not by reading the bytes)
+               numpy_helper.from_array(rng.standard_normal((3, 50)).astype(np.float16), "half"),
+               numpy_helper.from_array(rng.integers(-9, 9, (7, 9)).astype(np.int64), "int64_raw"),
+               helper.make_tensor("bf16_raw", onnx.TensorProto.BFLOAT16, [33], b"\x01\x02" * 33, raw=True),
+               helper.make_tensor("int4_raw", onnx.TensorProto.INT4, [17], b"\x21" * 9, raw=True)]
     for t in tensors:
         assert graph_io.tensor_bytes(t) >= t.ByteSize(), t.name
     model, _ = conv_net()
