@@ -68,6 +68,26 @@ def block_stats_to_tensor(stats: np.ndarray, shape: tuple[int, ...], axis: int) 
     return np.ascontiguousarray(stats).reshape(s)
 
 
+def block_max(a: np.ndarray) -> np.ndarray:
+    """``a.max(axis=(2, 3), keepdims=True)`` of a ``[pre, nblocks, nsub, sub, post]`` view."""
+    a = sub_block_max(a)
+    return a.max(axis=2, keepdims=True) if a.shape[2] > 1 else a
+
+
+def sub_block_max(a: np.ndarray) -> np.ndarray:
+    """``a.max(axis=3, keepdims=True)`` of a ``[pre, nblocks, nsub, sub, post]`` view, by halving the
+    sub-block axis with elementwise maxima: numpy reduces a short axis element by element, 2-3x
+    slower (ResNet50's weights in BFP16: 0.24 s against 0.09 s)."""
+    n = a.shape[3]
+    while n > 1:
+        half = n // 2
+        m = np.maximum(a[:, :, :, :half], a[:, :, :, half : 2 * half])
+        if n % 2:  # an odd length: the last element joins the first pair
+            m[:, :, :, :1] = np.maximum(m[:, :, :, :1], a[:, :, :, 2 * half :])
+        a, n = m, half
+    return a
+
+
 def floor_log2(a: np.ndarray) -> np.ndarray:
     """max(floor(log2 a), -127) for finite a >= 0, exactly, from the float32 exponent field."""
     return (biased_exponent(a) - 127).clip(-127, None).astype(np.int32)

@@ -30,11 +30,13 @@ from ryzen_nb.formats._blocks import (
     MIN_NORMAL,
     BlockView,
     axes,
+    block_max,
     exp2,
     floor_log2,
     nonfinite_blocks,
     onnx_floor_log2,
     onnx_pow2floor,
+    sub_block_max,
 )
 from ryzen_nb.formats.base import FormatInfo, ScaleKind, pow2
 from ryzen_nb.formats.block import BlockFormat
@@ -81,19 +83,42 @@ class BFPFormat(BlockFormat):
     def _encode_blocks(self, xb, rounding):
         limit = 2**self.mantissa_bits  # 128
         finite = np.isfinite(xb)
-        xs = np.where(finite, xb, np.float32(0))
-        e = floor_log2(np.abs(xs).max(axis=(2, 3), keepdims=True))  # unbiased, >= -127
+        all_finite = bool(finite.all())  # weights and real activations: no masking passes
+        xs = xb if all_finite else np.where(finite, xb, np.float32(0))
+        amax = block_max(np.abs(xs))
+        e = floor_log2(amax)  # unbiased, >= -127
         scale = pow2(e - (self.mantissa_bits - 1))
         k = rounding.apply(xs / scale)
         if self.variant == "quark":
             k = np.clip(k, -(limit - 1), limit - 1)
         else:
-            bump = ((k.max(axis=(2, 3), keepdims=True) > limit - 1) | (k.min(axis=(2, 3), keepdims=True) < -limit))
-            e = e + bump
-            scale = pow2(e - (self.mantissa_bits - 1))
-            k = rounding.apply(xs / scale)
-        values = np.where(finite, (k * scale).astype(np.float32), xb)
+            e, scale = self._next_exponent_where_code_overflows(xs, k, amax, e, scale, rounding)
+        values = (k * scale).astype(np.float32, copy=False)
+        if not all_finite:
+            values = np.where(finite, values, xb)
         return {"values": values, "codes": k.astype(np.int8), "shared": e + 127}
+
+    def _next_exponent_where_code_overflows(self, xs, k, amax, e, scale, rounding):
+        """The shared exponent one up in blocks whose largest code rounded to +limit, those blocks'
+        codes (in ``k``) again on the coarser scale; returns the new ``(e, scale)``.
+
+        |x| < 2**(e+1), so codes lie in [-limit, limit] and only +limit overflows; rounding is
+        monotone, so a block overflows exactly when its largest value does. Only blocks whose
+        largest magnitude rounds to limit can (a few in a thousand), and only they are looked at."""
+        limit = 2**self.mantissa_bits
+        candidates = np.nonzero(rounding.apply(amax / scale) >= limit)
+        if not candidates[0].size:
+            return e, scale
+        at = (candidates[0], candidates[1], slice(None), slice(None), candidates[4])  # [n, nsub, sub]
+        block_scale = scale[candidates][:, None, None]
+        overflow = rounding.apply(xs[at].max(axis=(1, 2)) / block_scale[:, 0, 0]) >= limit
+        bumped = tuple(c[overflow] for c in candidates)
+        e, scale = e.copy(), scale.copy()
+        e[bumped] += 1
+        scale[bumped] *= 2
+        at = (bumped[0], bumped[1], slice(None), slice(None), bumped[4])
+        k[at] = rounding.apply(xs[at] / scale[bumped][:, None, None])
+        return e, scale
 
     def _decode_blocks(self, codes, shared, micro):
         return (codes.astype(np.float32) * pow2(shared - 127 - (self.mantissa_bits - 1))).astype(np.float32)
@@ -169,16 +194,26 @@ class MicroexponentFormat(BlockFormat):
 
     def _encode_blocks(self, xb, rounding):
         limit = 2**self.mantissa_bits - 1
-        bad_block = ~np.all(np.isfinite(xb), axis=(2, 3), keepdims=True)
-        xf = np.where(np.abs(xb) < MIN_NORMAL, xb * np.float32(0), xb)  # flush subnormals, keep the sign
-        a = np.where(np.isfinite(xf), np.abs(xf), np.float32(0))
-        e_sub = floor_log2(a.max(axis=3, keepdims=True))
+        finite = np.isfinite(xb)
+        all_finite = bool(finite.all())  # weights and real activations: no masking passes
+        a = np.abs(xb)
+        subnormal = (a < MIN_NORMAL) & (a > 0)
+        xs = xb
+        if subnormal.any():  # flushed to zero, keeping the sign (Inf * 0 is NaN, and is not taken)
+            with np.errstate(invalid="ignore"):
+                xs, a = np.where(subnormal, xb * np.float32(0), xb), np.where(subnormal, np.float32(0), a)
+        if not all_finite:
+            xs, a = np.where(finite, xs, np.float32(0)), np.where(finite, a, np.float32(0))
+        e_sub = floor_log2(sub_block_max(a))
         e = e_sub.max(axis=2, keepdims=True)
         d = np.minimum(e - e_sub, 2**self.shift_bits - 1)
         scale = pow2(e - d + 1 - self.mantissa_bits)
-        k = np.clip(rounding.apply(np.where(np.isfinite(xf), xf, np.float32(0)) / scale), -limit, limit)
-        values = np.where(bad_block, np.float32(np.nan), (k * scale).astype(np.float32))
-        return {"values": values, "codes": k.astype(np.int8), "shared": np.where(bad_block, 128, e) + 127, "micro": d}
+        k = np.clip(rounding.apply(xs / scale), -limit, limit)
+        values = (k * scale).astype(np.float32, copy=False)
+        if not all_finite:
+            bad_block = ~np.all(finite, axis=(2, 3), keepdims=True)
+            values, e = np.where(bad_block, np.float32(np.nan), values), np.where(bad_block, 128, e)
+        return {"values": values, "codes": k.astype(np.int8), "shared": e + 127, "micro": d}
 
     def _decode_blocks(self, codes, shared, micro):
         e = shared - 127

@@ -18,6 +18,7 @@ import numpy as np
 from ryzen_nb.formats._blocks import (
     BlockView,
     axes,
+    block_max,
     exp2,
     floor_log2,
     nonfinite_blocks,
@@ -59,17 +60,17 @@ class MXFormat(BlockFormat):
         )
 
     def _encode_blocks(self, xb, rounding):
-        bad_block = ~np.all(np.isfinite(xb), axis=(2, 3), keepdims=True)
-        a = np.where(np.isfinite(xb), np.abs(xb), np.float32(0))
-        shared = np.clip(floor_log2(a.max(axis=(2, 3), keepdims=True)) - self.element.emax, -127, 127)
+        finite = np.isfinite(xb)
+        all_finite = bool(finite.all())  # weights and real activations: no masking passes
+        xs = xb if all_finite else np.where(finite, xb, np.float32(0))
+        shared = np.clip(floor_log2(block_max(np.abs(xs))) - self.element.emax, -127, 127)
         scale = pow2(shared)
-        elements = self.element.round((np.where(np.isfinite(xb), xb, np.float32(0)) / scale).astype(np.float32), rounding)
-        values = np.where(bad_block, np.float32(np.nan), (elements * scale).astype(np.float32))
-        return {
-            "values": values,
-            "codes": self.element.encode(elements),
-            "shared": np.where(bad_block, 128, shared) + 127,
-        }
+        elements = self.element.round((xs / scale).astype(np.float32, copy=False), rounding)
+        values = (elements * scale).astype(np.float32, copy=False)
+        if not all_finite:
+            bad_block = ~np.all(finite, axis=(2, 3), keepdims=True)
+            values, shared = np.where(bad_block, np.float32(np.nan), values), np.where(bad_block, 128, shared)
+        return {"values": values, "codes": self.element.encode(elements), "shared": shared + 127}
 
     def _decode_blocks(self, codes, shared, micro):
         e = self.element

@@ -150,3 +150,11 @@ def test_lowering_equals_reference_on_generated_tensors(name: str, x: np.ndarray
 def test_pow2_is_exact() -> None:
     e = np.arange(-149, 128)
     assert np.all(pow2(e).astype(np.float64) == 2.0 ** e.astype(np.float64))
+
+
+@given(x=hnp.arrays(np.float32, hnp.array_shapes(min_dims=5, max_dims=5, min_side=1, max_side=9), elements=finite_floats))
+def test_block_max_is_numpys_maximum_over_the_block_axes(x: np.ndarray) -> None:
+    """The halving maximum the block formats use (any sub-block length, odd ones included)."""
+    from ryzen_nb.formats._blocks import block_max
+
+    assert_same_bits(block_max(x), x.max(axis=(2, 3), keepdims=True))
