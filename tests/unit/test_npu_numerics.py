@@ -428,3 +428,25 @@ def test_divergence_does_not_read_a_feature_map_as_class_scores() -> None:
     row = report.table.iloc[0]
     assert np.isnan(row.top1_agreement) and row.cosine_mean > 0.99
     assert report.ok
+
+
+@pytest.mark.parametrize("dtype, zero_point", [(np.uint8, 128), (np.uint8, 0), (np.uint8, 255), (np.int8, 0), (np.int8, -128)])
+def test_dequantized_8bit_codes_with_power_of_two_scales_are_bf16_numbers(dtype, zero_point) -> None:
+    """The emulator's bf16 evaluation skips rounding such inputs: that must change nothing."""
+    from ryzen_nb.npu.kernels.arithmetic import bf16
+    from ryzen_nb.npu.kernels.nonlinear import on_bf16_grid
+
+    info = np.iinfo(dtype)
+    codes = np.arange(info.min, info.max + 1).astype(np.int64)
+    for exponent in (-126, -40, -5, 0, 7, 119):
+        ref = QuantRef("x", np.float32(2.0**exponent), np.asarray(zero_point, dtype), np.dtype(dtype))
+        assert on_bf16_grid(ref), exponent
+        values = ((codes - zero_point) * 2.0**exponent).astype(np.float32)
+        np.testing.assert_array_equal(bf16(values), values)
+    for scale, zp_dtype in ((2.0**-127, dtype), (2.0**120, dtype), (0.031, dtype), (2.0**-5, np.int16)):
+        ref = QuantRef("x", np.float32(scale), np.asarray(0, zp_dtype), np.dtype(zp_dtype))
+        assert not on_bf16_grid(ref), (scale, zp_dtype)
+    # the range matters: 8-bit codes times 2**-140 are float32 subnormals that bf16 cannot hold
+    values = ((codes - zero_point) * 2.0**-140).astype(np.float32)
+    assert not np.array_equal(bf16(values), values)
+

@@ -18,12 +18,12 @@ from onnx import helper
 
 from ryzen_nb.graph.builder import GraphBuilder, make_model
 from ryzen_nb.npu.kernels.arithmetic import bf16
-from ryzen_nb.npu.kernels.base import Kernel, KernelGraph
+from ryzen_nb.npu.kernels.base import Kernel, KernelGraph, QuantRef
 from ryzen_nb.npu.kernels.cases import Case, CaseGraph
 from ryzen_nb.npu.kernels.lowering import bf16_round
 from ryzen_nb.spec.dpu import HARD_SIGMOID_ALPHA
 
-__all__ = ["NONLINEAR_OPS", "Bf16Evaluation", "evaluate_in_bf16"]
+__all__ = ["NONLINEAR_OPS", "Bf16Evaluation", "evaluate_in_bf16", "on_bf16_grid"]
 
 #: evaluated on bf16 values in integer models (A13)
 NONLINEAR_OPS = ("Sigmoid", "Tanh", "Softmax", "Erf", "Gelu", "Exp", "Log", "Sqrt", "Reciprocal", "Pow", "Div",
@@ -47,6 +47,16 @@ def evaluate_in_bf16(b: GraphBuilder, node: onnx.NodeProto, inputs: Sequence[str
     return [bf16_round(b, raw) if raw and is_float else raw for raw, is_float in zip(n.output, rounded)]
 
 
+def on_bf16_grid(ref: QuantRef | None) -> bool:
+    """Whether every value of a dequantized tensor is a bf16 number already: 8-bit codes (|code -
+    zero point| <= 255, eight significant bits, as bf16 holds) times one power-of-two scale within
+    bf16's normal range (XINT8's activations). Rounding such a tensor to bf16 changes nothing."""
+    if ref is None or ref.dtype.itemsize != 1 or np.size(ref.scale) != 1 or np.size(ref.zero_point) != 1:
+        return False
+    mantissa, exponent = np.frexp(np.float64(np.ravel(ref.scale)[0]))
+    return bool(mantissa == 0.5 and -125 <= exponent <= 120)
+
+
 def _default_opset(model: onnx.ModelProto) -> int:
     return next((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), 1)
 
@@ -62,6 +72,7 @@ class Bf16Evaluation(Kernel):
     def _match(cls, node: onnx.NodeProto, precision: str, graph: KernelGraph) -> Kernel | str:
         types = graph.index.element_types
         attrs = {"float_inputs": [types.get(name) == onnx.TensorProto.FLOAT for name in node.input],
+                 "on_bf16_grid": [bool(name) and on_bf16_grid(graph.quantized(name)) for name in node.input],
                  "opset": _default_opset(graph.index.model)}
         return cls(node, precision, attrs=attrs, replaced=[node])
 
@@ -93,7 +104,9 @@ class Bf16Evaluation(Kernel):
 
     def lower(self, b: GraphBuilder, inputs: list[str], *, rounding: str = "half_up",
               accumulation: str = "exact") -> list[str]:
-        return evaluate_in_bf16(b, self.node, inputs, self.attrs["float_inputs"])
+        # an input already on the bf16 grid needs no rounding: a Cast pair less over the tensor
+        rounded = [f and not g for f, g in zip(self.attrs["float_inputs"], self.attrs["on_bf16_grid"])]
+        return evaluate_in_bf16(b, self.node, inputs, rounded)
 
     @classmethod
     def cases(cls) -> Iterator[Case]:
@@ -137,4 +150,10 @@ def _nonlinear_case(op: str, precision: str) -> Case:
     elif op == "HardSigmoid":
         attrs.update(alpha=HARD_SIGMOID_ALPHA, beta=0.5)
     y = g.op(op, inputs, under_test=True, **attrs)
-    return g.case(g.quantize(y, scale, zp, dtype), roundings=("half_up",))  # no requantisation to round
+    # a Cast pair rounds the output and each float input to bf16, but XINT8's dequantized
+    # activations (8-bit codes times a power of two) are bf16 numbers already
+    activations = 2 if op == "Div" else 1
+    rounded = {"Pow": 1, "LayerNormalization": 2, "InstanceNormalization": 2}.get(op, 0)  # float constants
+    rounded += 0 if precision == "XINT8" else activations
+    return g.case(g.quantize(y, scale, zp, dtype), roundings=("half_up",),  # no requantisation to round
+                  route={"Cast": 2 * (rounded + 1)})
