@@ -129,9 +129,90 @@ def lower(marked: onnx.ModelProto, kernels: list[Kernel], rounding: str = "half_
     m.opset_import.extend(keep)
     constants_to_initializers(m)
     _max_pools_in_float(m)
+    _moves_on_codes(m)
     _gathers_on_codes(m)
     prune_unused(m)
     return m
+
+
+#: operators that only move values -> how many of their first inputs are the values (None: all);
+#: the other inputs (shapes, axes, starts, sizes) stay as they are
+_MOVES: dict[str, int | None] = {"Concat": None, "Split": 1, "Reshape": 1, "Transpose": 1, "Slice": 1, "Flatten": 1,
+                                 "Squeeze": 1, "Unsqueeze": 1, "Identity": 1, "Resize": 1}
+#: onnxruntime's Resize takes 8-bit integers, not 16-bit ones
+_MOVES_OF_BYTES = {"Resize"}
+
+
+def _moves_on_codes(m: onnx.ModelProto) -> None:
+    """DequantizeLinear -> Concat / Split / Reshape / Transpose / Slice / Resize (nearest)... ->
+    QuantizeLinear with one scale and zero point throughout moves the codes: the values it takes
+    are the dequantized codes, each lands unchanged, and quantizing ``(c - zp) * s`` with the same
+    ``s`` and ``zp`` gives ``c`` back. So the operator runs on the codes, without the two passes
+    over the tensor (YOLOv8n's 18 Concats and 9 Splits in XINT8), as the NPU moves them. The
+    DequantizeLinears stay for their other readers; :func:`prune_unused` drops the rest."""
+    inits = {t.name: t for t in m.graph.initializer}
+    graph_outputs = {o.name for o in m.graph.output}
+    producers = {o: n for n in m.graph.node for o in n.output}
+    readers: dict[str, list[int]] = {}
+    for position, n in enumerate(m.graph.node):
+        for name in n.input:
+            readers.setdefault(name, []).append(position)
+
+    def quantization(n: onnx.NodeProto) -> tuple | None:
+        """(types and bytes of) the one constant scale and zero point of a Q/DQ node, or None."""
+        if len(n.input) < 3 or any(name not in inits for name in n.input[1:3]) or attribute(n, "block_size", 0):
+            return None
+        scale, zero_point = inits[n.input[1]], inits[n.input[2]]
+        if np.size(numpy_helper.to_array(scale)) != 1:
+            return None
+        return (scale.data_type, numpy_helper.to_array(scale).tobytes(),
+                zero_point.data_type, numpy_helper.to_array(zero_point).tobytes())
+
+    def quantizers(n: onnx.NodeProto) -> list[int] | None:
+        """Positions of the QuantizeLinears after the value-moving ``n`` (one per output), when
+        every value it reads and writes has one quantization."""
+        if n.domain not in ("", "ai.onnx") or n.op_type not in _MOVES or \
+                n.op_type == "Resize" and attribute(n, "mode", "nearest") != "nearest":
+            return None
+        count = _MOVES[n.op_type]
+        values = list(n.input if count is None else n.input[:count])
+        dqs = [producers.get(name) for name in values]
+        if not values or any(dq is None or dq.op_type != "DequantizeLinear" for dq in dqs):
+            return None
+        found = {quantization(dq) for dq in dqs}  # type: ignore[arg-type]
+        positions = []
+        for out in n.output:
+            after = readers.get(out, [])
+            if not out or out in graph_outputs or len(after) != 1 or m.graph.node[after[0]].op_type != "QuantizeLinear":
+                return None
+            found.add(quantization(m.graph.node[after[0]]))
+            positions.append(after[0])
+        if len(found) != 1 or None in found:
+            return None
+        if n.op_type in _MOVES_OF_BYTES and found.pop()[2] not in (onnx.TensorProto.INT8, onnx.TensorProto.UINT8):
+            return None
+        return positions
+
+    nodes: list[onnx.NodeProto] = []
+    replaced: set[int] = set()  # positions of the QuantizeLinears whose codes the moved operator writes
+    for position, n in enumerate(m.graph.node):
+        if position in replaced:
+            continue
+        positions = quantizers(n)
+        if positions is None:
+            nodes.append(n)
+            continue
+        moved = onnx.NodeProto()
+        moved.CopyFrom(n)
+        count = _MOVES[n.op_type]
+        for j, name in enumerate(n.input if count is None else n.input[:count]):
+            moved.input[j] = producers[name].input[0]
+        for j, q in enumerate(positions):
+            moved.output[j] = m.graph.node[q].output[0]
+        nodes.append(moved)
+        replaced.update(positions)
+    del m.graph.node[:]
+    m.graph.node.extend(nodes)
 
 
 def _gathers_on_codes(m: onnx.ModelProto) -> None:

@@ -450,3 +450,52 @@ def test_dequantized_8bit_codes_with_power_of_two_scales_are_bf16_numbers(dtype,
     values = ((codes - zero_point) * 2.0**-140).astype(np.float32)
     assert not np.array_equal(bf16(values), values)
 
+
+@pytest.mark.parametrize("preset", ["XINT8", "A8W8", "A16W8"])
+def test_value_moving_operators_move_codes_with_the_same_numbers(preset: str) -> None:
+    """DequantizeLinear -> Split / Concat / Transpose / Resize (nearest) -> QuantizeLinear with one
+    quantization runs on the codes (onnxruntime's integer Resize takes 8-bit codes only)."""
+    rng = np.random.default_rng(0)
+    consts = [numpy_helper.from_array((rng.standard_normal((8, 4, 3, 3)) * 0.3).astype(np.float32), "w1"),
+              numpy_helper.from_array((rng.standard_normal((4, 8, 1, 1)) * 0.3).astype(np.float32), "w2"),
+              numpy_helper.from_array(np.array([1, 1, 2, 2], np.float32), "scales"),
+              numpy_helper.from_array(np.array([3, 5], np.int64), "split")]
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1]), n("Relu", ["c"], ["r"]),
+             n("Split", ["r", "split"], ["s0", "s1"], axis=1), n("Concat", ["s1", "s0"], ["cat"], axis=1),
+             n("Transpose", ["cat"], ["t"], perm=[0, 1, 3, 2]),
+             n("Resize", ["t", "", "scales"], ["up"], mode="nearest"), n("Conv", ["up", "w2"], ["y"])]
+    graph = helper.make_graph(nodes, "moves", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 16, 16])], consts)
+    data = [rng.standard_normal((1, 4, 8, 8)).astype(np.float32) for _ in range(4)]
+    q = ryzen_nb.quantize(make_model(graph), None, preset, data, progress=False).model
+    session = npu.NPUSession(q, "STX")
+    emulated = session.emulated.graph
+    producers = {o: p for p in emulated.node for o in p.output}
+    moving = {p.op_type: producers[p.input[0]].op_type for p in emulated.node
+              if p.op_type in ("Split", "Concat", "Transpose", "Resize")}
+    assert moving == {"Split": "QuantizeLinear", "Concat": "Split", "Transpose": "Concat",
+                      "Resize": "DequantizeLinear" if preset == "A16W8" else "Transpose"}, moving
+    for x in data[:2]:
+        assert np.array_equal(session.run(None, {"x": x})[0], session.reference_run({"x": x})[0])
+
+
+@pytest.mark.parametrize("same", [True, False])
+def test_a_concat_of_two_quantizations_stays_in_float(same: bool) -> None:
+    n = helper.make_node
+    scale, finer = numpy_helper.from_array(np.float32(0.125), "s"), numpy_helper.from_array(np.float32(0.0625), "f")
+    zp = numpy_helper.from_array(np.uint8(128), "zp")
+    second = "s" if same else "f"
+    nodes = [n("QuantizeLinear", ["x", "s", "zp"], ["qa"]), n("DequantizeLinear", ["qa", "s", "zp"], ["a"]),
+             n("QuantizeLinear", ["x", second, "zp"], ["qb"]), n("DequantizeLinear", ["qb", second, "zp"], ["b"]),
+             n("Concat", ["a", "b"], ["cat"], axis=1),
+             n("QuantizeLinear", ["cat", "s", "zp"], ["qy"]), n("DequantizeLinear", ["qy", "s", "zp"], ["y"])]
+    graph = helper.make_graph(nodes, "concat", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 3, 3])], [scale, finer, zp])
+    session = npu.NPUSession(make_model(graph), "STX")
+    producers = {o: p for p in session.emulated.graph.node for o in p.output}
+    concat = next(p for p in session.emulated.graph.node if p.op_type == "Concat")
+    assert {producers[i].op_type for i in concat.input} == {"QuantizeLinear" if same else "DequantizeLinear"}
+    x = np.random.default_rng(1).uniform(-20, 20, (1, 2, 3, 3)).astype(np.float32)  # saturates at 0.125 and 0.0625
+    expected = ort.InferenceSession(make_model(graph).SerializeToString(), providers=["CPUExecutionProvider"])
+    assert np.array_equal(session.run(None, {"x": x})[0], expected.run(None, {"x": x})[0])
