@@ -41,6 +41,7 @@ def verdict(ratio: float, goal: float | None) -> str:
 def measure(name: str, precisions: list[str], threads: int, rounds: int, repeats: int = 20) -> list[dict]:
     import ryzen_nb
     from benchmarks.models import LABELS, build
+    from ryzen_nb.graph.prepare import ort_session
     from ryzen_nb.npu import NPUSession
 
     model, calibration, held = build(name, 8, 1)
@@ -67,7 +68,9 @@ def measure(name: str, precisions: list[str], threads: int, rounds: int, repeats
                          "goal": GOAL.get(p), "emulated_vs_fp32": float("nan")})
             continue
         setup_s = time.perf_counter() - t0
-        emulated_session = session(emulated.emulated, threads)  # same options as the others
+        # the emulated model with NPUSession's own session options (its quantizers as written, never
+        # fused by onnxruntime), with the threads of the others
+        emulated_session = ort_session(emulated.emulated, **({"intra_op_num_threads": threads} if threads else {}))
         qdq = session(q, threads)
         best = {"fp32": np.inf, "qdq": np.inf, "npu": np.inf}
         for _ in range(rounds):
