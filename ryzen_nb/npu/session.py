@@ -131,7 +131,8 @@ class NPUSession:
         import pandas as pd
 
         markers = [n for n in self.marked.graph.node if n.domain == MARKER_DOMAIN]
-        consts = ModelIndex(self.emulated).constants
+        # a kernel may fold a constant it reads into its own (the emulated graph then drops it)
+        consts = ModelIndex(self.marked, infer=False).constants | ModelIndex(self.emulated).constants
         wanted = sorted({t for n in markers for t in list(n.input) + list(n.output) if t and t not in consts})
         values = run_with_outputs(self.emulated, wanted, input_feed) | consts
         rows = []

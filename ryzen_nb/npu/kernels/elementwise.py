@@ -11,7 +11,7 @@ from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.npu.kernels.base import KernelGraph
 from ryzen_nb.npu.kernels.cases import Case, CaseGraph
 from ryzen_nb.npu.kernels.integer import IntegerKernel, Terms
-from ryzen_nb.npu.kernels.lowering import centred, code_bound, const, dequantized, f32_holds
+from ryzen_nb.npu.kernels.lowering import centred, code_bound, const, dequantized, f32_holds, half_step, ties_up
 from ryzen_nb.spec.dpu import HARD_SIGMOID_ALPHA, HARD_SIGMOID_MULTIPLIER, HARD_SIGMOID_SHIFT, leaky_relu_alpha
 
 __all__ = ["IntegerAdd", "IntegerHardSigmoid", "IntegerLeakyRelu", "IntegerMul"]
@@ -39,13 +39,22 @@ class IntegerAdd(IntegerKernel):
                  for x, r in zip(inputs, self.inputs)]
         return b.op("Mul", b.op("Add", *parts), const(b, 2.0 ** (self.output.pos - p_max), np.float64))
 
-    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> tuple[str, int] | None:
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str], *, half_up: bool) -> str | None:
         # Σ (x - zx) * 2**(pos_out - pos_x): each term a code times a power of two
         exponents = [self.output.pos - r.pos for r in self.inputs]
         if not f32_holds(sum(code_bound(r) * 2.0**e for r, e in zip(self.inputs, exponents)), min(exponents)):
             return None
-        return b.op("Add", *(dequantized(b, x, r, 2.0**e) for x, r, e in zip(inputs, self.inputs, exponents))), \
-            min(exponents)
+        half: float | None = half_step(min(exponents)) if half_up else 0.0
+        terms = []
+        for x, r, e in zip(inputs, self.inputs, exponents):
+            if r.values is not None and half is not None:
+                # a constant operand (MobileNetV3's x + 3) is one constant with the half: one Add less
+                terms.append(const(b, (r.centred(r.values) * 2.0**e + half).astype(np.float32), np.float32))
+                half = None
+            else:
+                terms.append(dequantized(b, x, r, 2.0**e))
+        v = b.op("Add", *terms)
+        return b.op("Add", v, const(b, half, np.float32)) if half else v
 
     def scaled_terms(self, xs: list[np.ndarray], inputs: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
         return [(x, np.ravel(r.scale).astype(np.float64) / self.output_scale) for r, x in zip(self.inputs, xs)]
@@ -84,7 +93,9 @@ class IntegerAdd(IntegerKernel):
         g = CaseGraph("add_constant_saturating", "XINT8", seed=3)
         a = g.codes("a", [1, 4, 3, 3], 2.0**-3, 128, np.uint8)
         c = g.weight("c", g.random_codes([4, 1, 1], np.int8), 2.0**-6)
-        yield g.case(g.quantize(g.op("Add", [a, c], under_test=True), 2.0**-5, 0, np.int8), saturates=True)
+        # its dequantized codes and DPU_ROUND's half are one constant: one Add, one DequantizeLinear
+        yield g.case(g.quantize(g.op("Add", [a, c], under_test=True), 2.0**-5, 0, np.int8), saturates=True,
+                     route={"Add": 1, "DequantizeLinear": 1})
         g = CaseGraph("add_uint8_saturating", "A8W8", seed=4)
         a = g.codes("a", [1, 4, 3, 3], 0.0297, 131, np.uint8)
         c = g.codes("b", [1, 4, 3, 3], 0.011, 3, np.int8)
@@ -105,13 +116,14 @@ class IntegerMul(IntegerKernel):
         shift = self.output.pos - self.inputs[0].pos - self.inputs[1].pos
         return b.op("Mul", b.op("Mul", a0, a1), const(b, 2.0**shift, np.float64))
 
-    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> tuple[str, int] | None:
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str], *, half_up: bool) -> str | None:
         # (x0 - z0) * 2**shift times (x1 - z1): an integer product times a power of two
         shift = self.output.pos - self.inputs[0].pos - self.inputs[1].pos
         if not f32_holds(float(code_bound(self.inputs[0]) * code_bound(self.inputs[1])) * 2.0**shift, shift):
             return None
-        return b.op("Mul", dequantized(b, inputs[0], self.inputs[0], 2.0**shift),
-                    dequantized(b, inputs[1], self.inputs[1], 1.0)), shift
+        v = b.op("Mul", dequantized(b, inputs[0], self.inputs[0], 2.0**shift),
+                 dequantized(b, inputs[1], self.inputs[1], 1.0))
+        return ties_up(b, v, shift) if half_up else v
 
     def _multiplier(self) -> np.ndarray:
         s0, s1 = (float(np.ravel(r.scale)[0]) for r in self.inputs)
@@ -230,15 +242,19 @@ class IntegerHardSigmoid(IntegerKernel):
         t = b.op("Min", b.op("Max", t, const(b, 0.0, np.float64)), const(b, 2.0**32, np.float64))
         return b.op("Mul", t, const(b, 2.0 ** -(HARD_SIGMOID_SHIFT + p_in - self.output.pos), np.float64))
 
-    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> tuple[str, int] | None:
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str], *, half_up: bool) -> str | None:
         # (x * 2731 + 3 * 2731 * 2**p_in) * 2**-k, clipped at 0: a 20-bit integer times powers of two
         p_in, k = self.inputs[0].pos, HARD_SIGMOID_SHIFT + self.inputs[0].pos - self.output.pos
         offset = self.OFFSET * HARD_SIGMOID_MULTIPLIER * 2.0**p_in
         bound = (code_bound(self.inputs[0]) * HARD_SIGMOID_MULTIPLIER + offset) * 2.0**-k
-        if bound >= 2.0**32 * 2.0**-k or not f32_holds(bound, min(0, p_in) - k):
+        step = min(0, p_in) - k
+        if bound >= 2.0**32 * 2.0**-k or not f32_holds(bound, step):
             return None  # (the float64 route's clip at 2**32 never binds below that bound)
         x = dequantized(b, inputs[0], self.inputs[0], float(HARD_SIGMOID_MULTIPLIER) * 2.0**-k)
-        return b.op("Relu", b.op("Add", x, const(b, offset * 2.0**-k, np.float32))), min(0, p_in) - k
+        # the half goes in with the offset, before the Relu: a negative sum is at most -1 step, so
+        # the Relu still gives 0 where it gave 0 (and 0 + half rounded to 0); elsewhere the same sum
+        half = half_step(step) if half_up else 0.0
+        return b.op("Relu", b.op("Add", x, const(b, offset * 2.0**-k + half, np.float32)))
 
     @classmethod
     def cases(cls) -> Iterator[Case]:
@@ -248,12 +264,14 @@ class IntegerHardSigmoid(IntegerKernel):
             x = g.codes("x", [1, 4, 8, 8], 2.0**-4, 128, np.uint8)
             y = g.op("HardSigmoid", [x], alpha=HARD_SIGMOID_ALPHA, beta=HARD_SIGMOID_ALPHA * cls.OFFSET,
                      under_test=True)
-            # float32 (exact here) but with a fused LeakyRelu, which needs float64
+            # float32 (exact here, one Add: the offset and DPU_ROUND's half) but with a fused
+            # LeakyRelu, which needs float64
+            route = {"DequantizeLinear": 0, "Where": 1} if activation == "leaky" else {"DequantizeLinear": 1, "Add": 1}
             yield g.case(g.quantize(y, 2.0**-7, 0, np.int8, activation=activation, clip=(0.0, 0.75)),
-                         saturates=activation != "clip", route={"DequantizeLinear": 0 if activation == "leaky" else 1})
+                         saturates=activation != "clip", route=route)
         # input and output at one position: (x + 3)/6 lands on halves, and 2731 rather than 2**14/6
         # decides how each rounds; alpha 1/6 as exported, before the DPU rewrite, computes the same
         g = CaseGraph("hard_sigmoid_ties", "XINT8", seed=10)
         x = g.codes("x", [2, 128], 2.0**-7, 0, np.int8)
         y = g.op("HardSigmoid", [x], alpha=1 / 6, beta=0.5, under_test=True)
-        yield g.case(g.quantize(y, 2.0**-7, 0, np.int8), route={"DequantizeLinear": 1})
+        yield g.case(g.quantize(y, 2.0**-7, 0, np.int8), route={"DequantizeLinear": 1, "Add": 1})

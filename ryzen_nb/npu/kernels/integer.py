@@ -37,7 +37,7 @@ from ryzen_nb.npu.kernels.arithmetic import (
     weighted,
 )
 from ryzen_nb.npu.kernels.base import Kernel, KernelGraph, QuantRef
-from ryzen_nb.npu.kernels.lowering import ONNX_INT, channel_shape, const, requant_int64, round_half, ties_up
+from ryzen_nb.npu.kernels.lowering import ONNX_INT, channel_shape, const, requant_int64, round_half
 from ryzen_nb.spec.dpu import LEAKY_RELU_STEPS, leaky_relu_alpha
 
 __all__ = ["IntegerKernel"]
@@ -136,13 +136,14 @@ class IntegerKernel(Kernel):
         """:meth:`xint8_value` in ONNX (float64)."""
         raise NotImplementedError(f"{type(self).__name__} has no XINT8 arithmetic")
 
-    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str]) -> tuple[str, int] | None:
-        """:meth:`xint8_value` in float32 when float32 holds it exactly (see :func:`f32_holds`), and
-        the exponent of the power of two it is a multiple of; else None and nothing emitted.
-        Float32 operators run several times faster than float64 ones on large tensors: a ResNet's
-        residual Adds spent 55 ms of 250 in float64.
+    def lower_xint8_value_f32(self, b: GraphBuilder, inputs: list[str], *, half_up: bool) -> str | None:
+        """:meth:`xint8_value` in float32 when float32 holds it exactly (see :func:`f32_holds`); else
+        None and nothing emitted. Float32 operators run several times faster than float64 ones on
+        large tensors: a ResNet's residual Adds spent 55 ms of 250 in float64.
 
-        DPU_ROUND then costs no Floor (see :func:`ties_up`)."""
+        With ``half_up``, plus half the step the value is a multiple of (:func:`ties_up`), so the
+        QuantizeLinear after, which rounds half to even, rounds as DPU_ROUND: no Floor, and a
+        kernel that adds a constant anyway adds the half with it (one pass less)."""
         return None
 
     def scaled_terms(self, xs: list[np.ndarray], inputs: Sequence[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -214,12 +215,9 @@ class IntegerKernel(Kernel):
 
     def lower_xint8(self, b: GraphBuilder, inputs: list[str], rounding: str) -> str:
         if self.activation is None or self.activation[0] != "leaky":
-            exact = self.lower_xint8_value_f32(b, inputs)
+            exact = self.lower_xint8_value_f32(b, inputs, half_up=rounding == "half_up")
             if exact is not None:
-                v, step = exact
-                if rounding == "half_up":
-                    v = ties_up(b, v, step)
-                return self.requantize_integer_f32(b, v)  # QuantizeLinear rounds half to even
+                return self.requantize_integer_f32(b, exact)  # QuantizeLinear rounds half to even
         return self.finish_double(b, self.lower_xint8_value(b, inputs), rounding)
 
     def lower_scaled(self, b: GraphBuilder, inputs: list[str]) -> str:

@@ -17,7 +17,7 @@ from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.npu.kernels.base import QuantRef
 
 __all__ = ["F32_EXACT", "ONNX_INT", "bf16_round", "centred", "channel_shape", "code_bound", "const", "dequantized",
-           "f32_holds", "rename_output", "requant_int64", "round_half", "ties_up"]
+           "f32_holds", "half_step", "rename_output", "requant_int64", "round_half", "ties_up"]
 
 #: float32 represents every integer below 2**24; one bit of margin for the +0.5 of DPU_ROUND
 F32_EXACT = 2.0**23
@@ -75,9 +75,13 @@ def ties_up(b: GraphBuilder, v: str, step_exponent: int, dtype: Any = np.float32
     multiple of the step lies within half a step of a half: one Add where Add(1/2) and Floor took
     two passes over the tensor. Integers (``step_exponent`` >= 0) have nothing to round. Float32
     holds the sum wherever :func:`f32_holds` holds ``v``."""
-    if step_exponent >= 0:
-        return v
-    return b.op("Add", v, const(b, 2.0 ** (step_exponent - 1), dtype))
+    half = half_step(step_exponent)
+    return b.op("Add", v, const(b, half, dtype)) if half else v
+
+
+def half_step(step_exponent: int) -> float:
+    """What :func:`ties_up` adds to a multiple of ``2**step_exponent``: half a step, or 0 for integers."""
+    return 2.0 ** (step_exponent - 1) if step_exponent < 0 else 0.0
 
 
 def code_bound(ref: QuantRef) -> int:
