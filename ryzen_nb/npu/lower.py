@@ -150,23 +150,7 @@ def _moves_on_codes(m: onnx.ModelProto) -> None:
     ``s`` and ``zp`` gives ``c`` back. So the operator runs on the codes, without the two passes
     over the tensor (YOLOv8n's 18 Concats and 9 Splits in XINT8), as the NPU moves them. The
     DequantizeLinears stay for their other readers; :func:`prune_unused` drops the rest."""
-    inits = {t.name: t for t in m.graph.initializer}
-    graph_outputs = {o.name for o in m.graph.output}
-    producers = {o: n for n in m.graph.node for o in n.output}
-    readers: dict[str, list[int]] = {}
-    for position, n in enumerate(m.graph.node):
-        for name in n.input:
-            readers.setdefault(name, []).append(position)
-
-    def quantization(n: onnx.NodeProto) -> tuple | None:
-        """(types and bytes of) the one constant scale and zero point of a Q/DQ node, or None."""
-        if len(n.input) < 3 or any(name not in inits for name in n.input[1:3]) or attribute(n, "block_size", 0):
-            return None
-        scale, zero_point = inits[n.input[1]], inits[n.input[2]]
-        if np.size(numpy_helper.to_array(scale)) != 1:
-            return None
-        return (scale.data_type, numpy_helper.to_array(scale).tobytes(),
-                zero_point.data_type, numpy_helper.to_array(zero_point).tobytes())
+    inits, graph_outputs, producers, readers = _graph_maps(m)
 
     def quantizers(n: onnx.NodeProto) -> list[int] | None:
         """Positions of the QuantizeLinears after the value-moving ``n`` (one per output), when
@@ -179,13 +163,13 @@ def _moves_on_codes(m: onnx.ModelProto) -> None:
         dqs = [producers.get(name) for name in values]
         if not values or any(dq is None or dq.op_type != "DequantizeLinear" for dq in dqs):
             return None
-        found = {quantization(dq) for dq in dqs}  # type: ignore[arg-type]
+        found = {_one_quantization(dq, inits) for dq in dqs}  # type: ignore[arg-type]
         positions = []
         for out in n.output:
             after = readers.get(out, [])
             if not out or out in graph_outputs or len(after) != 1 or m.graph.node[after[0]].op_type != "QuantizeLinear":
                 return None
-            found.add(quantization(m.graph.node[after[0]]))
+            found.add(_one_quantization(m.graph.node[after[0]], inits))
             positions.append(after[0])
         if len(found) != 1 or None in found:
             return None
@@ -263,20 +247,10 @@ def _max_pools_in_float(m: onnx.ModelProto) -> None:
     where the float one takes 0.5 ms). The codes are cast to float32 and back instead: the same
     numbers (the maximum commutes with a positive scale), at float speed. The DequantizeLinear stays
     for its other readers; :func:`prune_unused` drops it if there are none."""
-    inits = {t.name: t for t in m.graph.initializer}
-    graph_outputs = {o.name for o in m.graph.output}
-    producers = {o: n for n in m.graph.node for o in n.output}
-    readers: dict[str, list[int]] = {}
-    for position, n in enumerate(m.graph.node):
-        for name in n.input:
-            readers.setdefault(name, []).append(position)
+    inits, graph_outputs, producers, readers = _graph_maps(m)
     taken = {name for n in m.graph.node for name in (*n.input, *n.output, n.name)}
     taken |= set(inits) | {i.name for i in m.graph.input} | graph_outputs
     b = GraphBuilder(prefix="npu_maxpool", reserved=taken)
-
-    def same(a: str, b: str) -> bool:
-        return a in inits and b in inits and inits[a].data_type == inits[b].data_type and \
-            np.array_equal(numpy_helper.to_array(inits[a]), numpy_helper.to_array(inits[b]))
 
     def on_codes(n: onnx.NodeProto) -> int | None:
         """The position of the QuantizeLinear that reads the MaxPool ``n`` of dequantized codes."""
@@ -287,8 +261,8 @@ def _max_pools_in_float(m: onnx.ModelProto) -> None:
         if dq is None or dq.op_type != "DequantizeLinear" or len(dq.input) < 3 or len(after) != 1:
             return None
         q = m.graph.node[after[0]]
-        if q.op_type != "QuantizeLinear" or len(q.input) < 3 or not same(dq.input[1], q.input[1]) or \
-                not same(dq.input[2], q.input[2]) or np.size(numpy_helper.to_array(inits[dq.input[1]])) != 1:
+        quantization = _one_quantization(dq, inits)
+        if q.op_type != "QuantizeLinear" or quantization is None or _one_quantization(q, inits) != quantization:
             return None
         return after[0]
 
@@ -318,3 +292,27 @@ def _max_pools_in_float(m: onnx.ModelProto) -> None:
         replaced.add(q_position)
     del m.graph.node[:]
     m.graph.node.extend(nodes)
+
+
+def _graph_maps(m: onnx.ModelProto) -> tuple[dict[str, onnx.TensorProto], set[str], dict[str, onnx.NodeProto],
+                                             dict[str, list[int]]]:
+    """What the passes on codes look up: initializers by name, the graph outputs, each tensor's
+    producer and the positions of its readers."""
+    inits = {t.name: t for t in m.graph.initializer}
+    producers = {o: n for n in m.graph.node for o in n.output}
+    readers: dict[str, list[int]] = {}
+    for position, n in enumerate(m.graph.node):
+        for name in n.input:
+            readers.setdefault(name, []).append(position)
+    return inits, {o.name for o in m.graph.output}, producers, readers
+
+
+def _one_quantization(n: onnx.NodeProto, inits: dict[str, onnx.TensorProto]) -> tuple | None:
+    """The one constant scale and zero point of a QuantizeLinear / DequantizeLinear (their types
+    and bytes, to compare), or None when it has per-axis or blocked ones, or computed ones."""
+    if len(n.input) < 3 or any(name not in inits for name in n.input[1:3]) or attribute(n, "block_size", 0):
+        return None
+    scale, zero_point = (numpy_helper.to_array(inits[name]) for name in n.input[1:3])
+    if np.size(scale) != 1:
+        return None
+    return inits[n.input[1]].data_type, scale.tobytes(), inits[n.input[2]].data_type, zero_point.tobytes()
