@@ -30,7 +30,7 @@ from ryzen_nb.graph.io import ModelLike
 from ryzen_nb.graph.prepare import _default_opset, ort_session, run_with_outputs, upgrade_opset
 from ryzen_nb.npu.compile import NPUProgram, compile
 from ryzen_nb.npu.kernels import Kernel, match_kernels
-from ryzen_nb.npu.lower import MARKER_DOMAIN, lower, mark, marker_kernel
+from ryzen_nb.npu.lower import MARKER_DOMAIN, lower, mark, marker_kernel, uncentred
 from ryzen_nb.spec.targets import Target
 
 #: the first opset whose Cast takes bfloat16 (the bf16 rounding of float models' NPU operators)
@@ -134,7 +134,11 @@ class NPUSession:
         # a kernel may fold a constant it reads into its own (the emulated graph then drops it)
         consts = ModelIndex(self.marked, infer=False).constants | ModelIndex(self.emulated).constants
         wanted = sorted({t for n in markers for t in list(n.input) + list(n.output) if t and t not in consts})
-        values = run_with_outputs(self.emulated, wanted, input_feed) | consts
+        twins = uncentred(self.emulated)  # XINT8 codes the emulated graph holds centred, as int8
+        values = run_with_outputs(self.emulated, [twins.get(t, t) for t in wanted], input_feed) | consts
+        for name, twin in twins.items():
+            if twin in values:
+                values[name] = (values.pop(twin).astype(np.int16) + 128).astype(np.uint8)
         rows = []
         for n in markers:
             k = marker_kernel(n, self.kernels)

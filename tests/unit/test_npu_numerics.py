@@ -499,3 +499,61 @@ def test_a_concat_of_two_quantizations_stays_in_float(same: bool) -> None:
     x = np.random.default_rng(1).uniform(-20, 20, (1, 2, 3, 3)).astype(np.float32)  # saturates at 0.125 and 0.0625
     expected = ort.InferenceSession(make_model(graph).SerializeToString(), providers=["CPUExecutionProvider"])
     assert np.array_equal(session.run(None, {"x": x})[0], expected.run(None, {"x": x})[0])
+
+
+def test_xint8_codes_are_written_centred_where_every_reader_centres_them(monkeypatch) -> None:
+    """XINT8's uint8 codes with zero point 128 are written as int8 codes with zero point 0 when
+    every reader centres them anyway (Cast -> Sub 128 before a Conv goes): the same numbers, fewer
+    operators; the stem's MaxPool on float codes takes them centred too. check_kernels still sees
+    uint8 codes everywhere."""
+    from ryzen_nb.npu import lower as lowering
+
+    model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16, stem_stride=2)
+    data = random_images(8, size=16)
+    q = ryzen_nb.quantize(model, None, "XINT8", data, progress=False).model
+    session = npu.NPUSession(q, "STX")
+    with monkeypatch.context() as m:
+        m.setattr(lowering, "_centred_codes", lambda model: None)
+        uncentred = npu.NPUSession(q, "STX")
+
+    def subs_of_128(s: npu.NPUSession) -> int:
+        consts = {t.name: numpy_helper.to_array(t) for t in s.emulated.graph.initializer}
+        return sum(1 for n in s.emulated.graph.node if n.op_type == "Sub" and n.input[1] in consts
+                   and consts[n.input[1]].size == 1 and float(consts[n.input[1]]) == 128.0)
+
+    # one is left: GlobalAveragePool's kernel writes its codes with a Cast of its own, which the pass leaves
+    assert subs_of_128(uncentred) == 8 and subs_of_128(session) == 1
+    twins = lowering.uncentred(session.emulated)
+    types = {t.name: t.type.tensor_type.elem_type
+             for t in onnx.shape_inference.infer_shapes(session.emulated).graph.value_info}
+    assert twins and all(types[twin] == TensorProto.INT8 for twin in twins.values())
+    producers = {o: n for n in session.emulated.graph.node for o in n.output}
+    readers = {i: n for n in session.emulated.graph.node for i in n.input}
+    pool = next(n for n in session.emulated.graph.node if n.op_type == "MaxPool")
+    # the stem's MaxPool on float codes (Cast -> MaxPool -> Cast) takes centred codes and writes them
+    assert producers[pool.input[0]].input[0] in twins.values()
+    assert types[readers[pool.output[0]].output[0]] == TensorProto.INT8
+    for x in data[:2]:
+        feed = {"input": x[None]}
+        assert np.array_equal(session.run(None, feed)[0], uncentred.run(None, feed)[0])
+        assert np.array_equal(session.run(None, feed)[0], session.reference_run(feed)[0])
+        checked = session.check_kernels(feed)
+        assert checked.mismatches.sum() == 0, checked[checked.mismatches > 0]
+
+
+def test_codes_a_graph_output_shows_stay_uint8() -> None:
+    n = helper.make_node
+    consts = [numpy_helper.from_array(np.float32(0.125), "s"), numpy_helper.from_array(np.uint8(128), "zp"),
+              numpy_helper.from_array(np.full((2, 2, 1, 1), 0.5, np.float32), "w")]
+    nodes = [n("QuantizeLinear", ["x", "s", "zp"], ["codes"]), n("DequantizeLinear", ["codes", "s", "zp"], ["a"]),
+             n("Conv", ["a", "w"], ["c"]), n("QuantizeLinear", ["c", "s", "zp"], ["qc"]),
+             n("DequantizeLinear", ["qc", "s", "zp"], ["y"])]
+    graph = helper.make_graph(nodes, "codes_out", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 3, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 3]),
+                               helper.make_tensor_value_info("codes", TensorProto.UINT8, [1, 2, 3, 3])], consts)
+    session = npu.NPUSession(make_model(graph), "STX")
+    x = np.random.default_rng(0).uniform(-20, 20, (1, 2, 3, 3)).astype(np.float32)
+    plain = ort.InferenceSession(make_model(graph).SerializeToString(), providers=["CPUExecutionProvider"])
+    y, codes = session.run(None, {"x": x})
+    assert codes.dtype == np.uint8 and np.array_equal(codes, plain.run(["codes"], {"x": x})[0])
+    assert np.array_equal(y, session.reference_run({"x": x})[0])
