@@ -13,6 +13,7 @@ import ryzen_nb
 from ryzen_nb import npu
 from ryzen_nb.errors import CalibrationDataError, ConfigError
 from ryzen_nb.graph.builder import make_model
+from ryzen_nb.graph.prepare import run_with_outputs
 from ryzen_nb.npu.kernels import QuantRef, multiplier, rne_shift
 from ryzen_nb.npu.kernels.elementwise import IntegerAdd, IntegerHardSigmoid
 from ryzen_nb.npu.kernels.mac import IntegerConv
@@ -539,6 +540,11 @@ def test_xint8_codes_are_written_centred_where_every_reader_centres_them(monkeyp
         assert np.array_equal(session.run(None, feed)[0], session.reference_run(feed)[0])
         checked = session.check_kernels(feed)
         assert checked.mismatches.sum() == 0, checked[checked.mismatches > 0]
+        # by the quantized model's names, as uint8 codes
+        codes = session.tensor_values(sorted(twins), feed)
+        assert all(codes[name].dtype == np.uint8 for name in twins)
+        expected = run_with_outputs(uncentred.emulated, sorted(twins), feed)
+        assert all(np.array_equal(codes[name], expected[name]) for name in twins)
 
 
 def test_codes_a_graph_output_shows_stay_uint8() -> None:
@@ -557,3 +563,29 @@ def test_codes_a_graph_output_shows_stay_uint8() -> None:
     y, codes = session.run(None, {"x": x})
     assert codes.dtype == np.uint8 and np.array_equal(codes, plain.run(["codes"], {"x": x})[0])
     assert np.array_equal(y, session.reference_run({"x": x})[0])
+
+
+@pytest.mark.parametrize("preset", ["XINT8", "BF16"])
+def test_check_kernels_says_by_how_much_a_kernel_differs(monkeypatch, preset: str) -> None:
+    """A reference one code (integer kernel) or one bf16 unit (float kernel) away from what the
+    emulated graph computed shows as mismatches with max_units 1: the size of a difference tells a
+    float library's last bit from a defect."""
+    q = ryzen_nb.quantize(op_zoo(), None, preset, ZOO_DATA, progress=False).model
+    session = npu.NPUSession(q, "STX")
+    conv = next(k for k in session.kernels if k.op == "Conv")
+    real = conv.reference
+
+    def one_unit_off(inputs, rounding="half_up"):
+        out = [np.array(o, copy=True) for o in real(inputs, rounding)]
+        flat = out[0].reshape(-1)
+        if flat.dtype.kind == "f":
+            flat[:3] = (flat[:3].view(np.uint32) + 0x10000).view(np.float32)  # the next bf16 numbers
+        else:
+            flat[:3] = np.where(flat[:3] < np.iinfo(flat.dtype).max, flat[:3] + 1, flat[:3] - 1)
+        return out
+
+    monkeypatch.setattr(conv, "reference", one_unit_off)
+    checked = session.check_kernels({"x": ZOO_DATA[0]}).set_index("op")
+    assert checked.loc["Conv", "mismatches"].max() == 3 and checked.loc["Conv", "max_units"].max() == 1.0
+    others = checked.drop(index="Conv")
+    assert (others.mismatches == 0).all() and (others.max_units == 0).all()
