@@ -450,8 +450,10 @@ def sharing_groups(index: ModelIndex, plan: QuantPlan, settings: Settings) -> li
         if not acts or not outs:
             continue
         same_format = lambda names: len({tensors[n].format for n in names}) == 1  # noqa: E731
+        # Quark has no rule for Flatten: its NPU registries quantize it as a plain operator, so its output
+        # (a Gemm's input after GlobalAveragePool) gets a scale of its own, from calibration
         aligned = {"Slice": settings.align_slice, "Pad": settings.align_pad, "MaxPool": settings.align_pool,
-                   "GlobalMaxPool": settings.align_pool}.get(node.op_type, settings.share_data_movement)
+                   "GlobalMaxPool": settings.align_pool, "Flatten": False}.get(node.op_type, settings.share_data_movement)
         if aligned and info is not None and info.moves_data:
             if same_format([acts[0], *outs]):
                 for o in outs:

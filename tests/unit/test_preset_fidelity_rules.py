@@ -3,6 +3,12 @@
 
 * int8 weights of a symmetric scheme are stored in [-127, 127], as Quark stores them: a MinMSE
   power-of-two scale that clips a large negative weight gives it -127, never -128.
+
+And one found the same way on EfficientNet-Lite0 XINT8 (the benchmark's model):
+
+* Flatten's output gets a scale of its own, as in Quark's models (its registries have no rule for
+  Flatten): after a GlobalAveragePool, which keeps its input's scale in XINT8, the pooled values
+  are much smaller than the feature map's, and calibration gives the Gemm's input a finer scale.
 """
 
 from __future__ import annotations
@@ -49,3 +55,20 @@ def test_constant_code_range() -> None:
     assert constant_code_range(IntegerFormat(8, True)) == (-127, 127)
     assert constant_code_range(IntegerFormat(8, True), symmetric=False) == (-128, 127)
     assert constant_code_range(IntegerFormat(8, False)) == (0, 255)
+
+
+def test_flatten_output_gets_a_scale_of_its_own_after_global_average_pool() -> None:
+    from ryzen_nb.testing import random_images, resnet_cnn
+
+    model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16)  # ... Relu -> GlobalAveragePool -> Flatten -> Gemm
+    q = ryzen_nb.quantize(model, None, "XINT8", random_images(8, size=16), progress=False).model
+    inits = {t.name: numpy_helper.to_array(t) for t in q.graph.initializer}
+    producers = {o: n for n in q.graph.node for o in n.output}
+    scale_in = {n.op_type: float(inits[producers[n.input[0]].input[1]]) for n in q.graph.node
+                if n.op_type in ("GlobalAveragePool", "Flatten")}
+    scale_out = {producers[n.input[0]].op_type: float(inits[n.input[1]]) for n in q.graph.node
+                 if n.op_type == "QuantizeLinear" and n.input[0] in producers
+                 and producers[n.input[0]].op_type in ("GlobalAveragePool", "Flatten")}
+    assert scale_out["GlobalAveragePool"] == scale_in["GlobalAveragePool"]  # the NPU's pool keeps its input's scale
+    assert scale_in["Flatten"] == scale_out["GlobalAveragePool"]
+    assert scale_out["Flatten"] < scale_in["Flatten"]  # calibrated on the pooled values: finer
