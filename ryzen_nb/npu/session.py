@@ -30,7 +30,7 @@ from ryzen_nb.graph.io import ModelLike
 from ryzen_nb.graph.prepare import _default_opset, ort_session, run_with_outputs, upgrade_opset
 from ryzen_nb.npu.compile import NPUProgram, compile
 from ryzen_nb.npu.kernels import Kernel, match_kernels
-from ryzen_nb.npu.lower import MARKER_DOMAIN, lower, mark, marker_kernel, uncentred
+from ryzen_nb.npu.lower import MARKER_DOMAIN, code_sources, lower, mark, marker_kernel, restored_codes
 from ryzen_nb.spec.targets import Target
 
 #: the first opset whose Cast takes bfloat16 (the bf16 rounding of float models' NPU operators)
@@ -127,14 +127,15 @@ class NPUSession:
     def tensor_values(self, names: Sequence[str], input_feed: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """Values of tensors inside the emulated model for one input feed, by their names in the
         quantized model (and the graph outputs): what a kernel reads and writes, e.g. its output
-        codes ``session.tensor_values([kernel.output.codes], feed)``. The emulated graph keeps
-        XINT8's uint8 codes centred, as int8 codes under another name (:func:`~ryzen_nb.npu.lower.uncentred`);
-        they are given back as the uint8 codes the quantized model holds."""
-        twins = uncentred(self.emulated)
-        values = run_with_outputs(self.emulated, [twins.get(t, t) for t in names], input_feed)
-        for name, twin in twins.items():
-            if twin in values:
-                values[name] = (values.pop(twin).astype(np.int16) + 128).astype(np.uint8)
+        codes ``session.tensor_values([kernel.output.codes], feed)``. The emulated graph holds some
+        codes otherwise, under another name (XINT8's uint8 codes centred as int8, codes only read as
+        floats as float32 numbers: :func:`~ryzen_nb.npu.lower.code_sources`); they are given back
+        as the codes the quantized model holds."""
+        sources = code_sources(self.emulated)
+        values = run_with_outputs(self.emulated, [sources[t][0] if t in sources else t for t in names], input_feed)
+        for name in names:
+            if name in sources and sources[name][0] in values:
+                values[name] = restored_codes(values.pop(sources[name][0]), sources[name][1])
         return values
 
     def check_kernels(self, input_feed: Mapping[str, np.ndarray]) -> Any:
