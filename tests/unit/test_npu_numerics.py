@@ -12,8 +12,9 @@ from onnx import TensorProto, helper, numpy_helper
 import ryzen_nb
 from ryzen_nb import npu
 from ryzen_nb.errors import CalibrationDataError, ConfigError
-from ryzen_nb.graph.builder import make_model
-from ryzen_nb.graph.prepare import run_with_outputs
+from ryzen_nb.graph.attributes import attribute
+from ryzen_nb.graph.builder import GraphBuilder, make_model
+from ryzen_nb.graph.prepare import constants_to_initializers, run_with_outputs
 from ryzen_nb.npu.kernels import QuantRef, multiplier, rne_shift
 from ryzen_nb.npu.kernels.elementwise import IntegerAdd, IntegerHardSigmoid
 from ryzen_nb.npu.kernels.mac import IntegerConv
@@ -577,9 +578,15 @@ def test_codes_read_only_as_floats_stay_floats(monkeypatch, preset: str) -> None
     assert count(session, "QuantizeLinear") < count(as_codes, "QuantizeLinear")
     assert count(session, "Cast") < count(as_codes, "Cast")
     assert count(session, "DequantizeLinear") < count(as_codes, "DequantizeLinear")
+    holders = {source for source, _ in lowering.code_sources(session.emulated).values() if source.endswith("_float")}
     producers = {o: n for n in session.emulated.graph.node for o in n.output}
     convs = [n for n in session.emulated.graph.node if n.op_type == "Conv"]
-    assert any(producers[c.input[0]].op_type == "Sub" for c in convs)  # float codes, straight into a Conv
+    if preset == "XINT8":  # symmetric activations: the float codes go straight into the Convs
+        assert any(c.input[0] in holders for c in convs)
+        # rounded by 1x1 depthwise Convs where only Convs read them, by Add and Sub where a residual Add does
+        assert {producers[h].op_type for h in holders} == {"Conv", "Sub"}
+    else:  # A8W8's Convs subtract a zero point first: Add and Sub
+        assert {producers[h].op_type for h in holders} == {"Sub"}
     for x in data[:2]:
         feed = {"input": x[None]}
         assert np.array_equal(session.run(None, feed)[0], as_codes.run(None, feed)[0])
@@ -591,6 +598,68 @@ def test_codes_read_only_as_floats_stay_floats(monkeypatch, preset: str) -> None
             assert got[name].dtype == expected[name].dtype == q_dtype(preset)
             assert np.array_equal(got[name], expected[name])
 
+
+
+def _conv_quantize_conv(activation: str, second_reader: str | None = None) -> onnx.ModelProto:
+    """x -> Conv -> activation -> QuantizeLinear(1, int8 0) -> Cast -> Conv (and ``second_reader``
+    of the codes: a DequantizeLinear, or a Cast for a Conv whose weight is an input)."""
+    g = GraphBuilder()
+    w1 = np.array([1.0, 0.5, 2.0, -1.0], np.float32).reshape(4, 1, 1, 1)
+    v = g.op("Conv", "x", g.const(w1, hint="w1"), group=4)
+    if activation == "relu":
+        v = g.op("Relu", v)
+    elif activation == "clip":
+        v = g.op("Clip", v, g.const(np.float32(-3.0), hint="lo"), g.const(np.float32(47.3), hint="hi"))
+    codes = g.op("QuantizeLinear", v, g.const(np.float32(1.0), hint="one"), g.const(np.int8(0), hint="zero"))
+    y = g.op("Conv", g.op("Cast", codes, to=TensorProto.FLOAT), g.const(np.ones((2, 4, 1, 1), np.float32), hint="w2"))
+    outputs = [y]
+    if second_reader == "dequantize":
+        outputs.append(g.op("DequantizeLinear", codes, g.const(np.float32(0.25), hint="s")))
+    elif second_reader == "conv with an input weight":
+        outputs.append(g.op("Conv", g.op("Cast", codes, to=TensorProto.FLOAT), "w3"))
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 6])]
+    if second_reader == "conv with an input weight":
+        inputs.append(helper.make_tensor_value_info("w3", TensorProto.FLOAT, [2, 4, 1, 1]))
+    graph = helper.make_graph(g.nodes, "g", inputs, [helper.make_tensor_value_info(o, TensorProto.FLOAT, None)
+                                                      for o in outputs])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+    constants_to_initializers(model)  # as lower() has them
+    return model
+
+
+@pytest.mark.parametrize("activation", ["none", "relu", "clip"])
+@pytest.mark.parametrize("second_reader", [None, "dequantize", "conv with an input weight"])
+def test_codes_only_convs_read_are_rounded_by_depthwise_convs(activation: str, second_reader: str | None) -> None:
+    """Codes that only Convs read are rounded by two 1x1 depthwise Convs (bias + and - 1.5 * 2**23),
+    so onnxruntime keeps its blocked layout between the Convs; a Relu or a constant Clip before the
+    quantizer merges into its Clip. Ties round half to even and out-of-range values saturate, as
+    QuantizeLinear does; any other reader keeps the Add and the Sub."""
+    from ryzen_nb.npu import lower as lowering
+
+    model = _conv_quantize_conv(activation, second_reader)
+    lowered = onnx.ModelProto()
+    lowered.CopyFrom(model)
+    lowering._float_codes(lowered)
+    ops = [n.op_type for n in lowered.graph.node]
+    assert "QuantizeLinear" not in ops and ops.count("Clip") == 1
+    assert "Relu" not in ops
+    depthwise = [n for n in lowered.graph.node if n.op_type == "Conv" and attribute(n, "group", 1) == 4
+                 and n.input[0] != "x"]  # the model's own first Conv has 4 groups too
+    assert len(depthwise) == (2 if second_reader is None else 0)
+    assert ("Sub" in ops) == (second_reader is not None)
+    rng = np.random.default_rng(0)
+    # halves (ties) both ways, values past both ends of int8, negatives and zero
+    x = (rng.integers(-600, 600, (1, 4, 5, 6)) / 2).astype(np.float32)
+    x[0, :, 0, :3] = [[-0.5, 0.5, 1.5]] * 4
+    feed = {"x": x}
+    if second_reader == "conv with an input weight":
+        feed["w3"] = rng.normal(size=(2, 4, 1, 1)).astype(np.float32)
+    for level in (ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_ALL):
+        options = ort.SessionOptions()
+        options.graph_optimization_level = level
+        expected, got = (ort.InferenceSession(m.SerializeToString(), options, providers=["CPUExecutionProvider"])
+                         .run(None, feed) for m in (model, lowered))
+        assert all(np.array_equal(e, g) for e, g in zip(expected, got))
 
 def q_dtype(preset: str) -> type:
     return np.uint8 if preset == "XINT8" else np.int8
