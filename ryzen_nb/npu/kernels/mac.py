@@ -27,7 +27,7 @@ from ryzen_nb.npu.kernels.base import KernelGraph, gemm_mismatch
 from ryzen_nb.npu.kernels.cases import Case
 from ryzen_nb.npu.kernels.exact_mac import f32_mac, mac_bound, mac_integer, mac_operands
 from ryzen_nb.npu.kernels.integer import IntegerKernel, Terms
-from ryzen_nb.npu.kernels.lowering import channel_shape, const
+from ryzen_nb.npu.kernels.lowering import channel_shape, const, half_step
 from ryzen_nb.npu.kernels.mac_cases import conv_cases, gemm_cases, matmul_cases
 from ryzen_nb.spec.dpu import LEAKY_RELU_STEPS, leaky_relu_alpha
 
@@ -178,26 +178,44 @@ class IntegerMAC(IntegerKernel):
         shift = p_acc - self.output.pos
         leaky = self.activation is not None and self.activation[0] == "leaky"
         bias = None
+        fraction: np.ndarray | None = None  # of a bias finer than the accumulator, added after the MAC
         if self.bias is not None:
             bias = self._xint8_bias(p_acc)
             if bias is None:
-                return None
-        nudge = rounding == "half_up" and not leaky and shift > 0  # ties_up: half a unit of the accumulator
+                split = None if leaky else self._xint8_fine_bias(p_acc, shift)
+                if split is None:
+                    return None
+                bias, fraction = split
+        nudge = rounding == "half_up" and not leaky and shift > 0 and fraction is None  # ties_up: half a unit
         if nudge:
             bias = (np.zeros(1, np.int64) if bias is None else bias).astype(np.float64) + 0.5
         if leaky and leaky_relu_alpha(self.activation[1]) > 1:
             return None  # Max(v, alpha v) picks the negative branch only for slopes up to 1
         margin = float(LEAKY_RELU_STEPS) if leaky else 1.0  # the k/256 slope adds 8 fractional bits
-        mac = f32_mac(b, self, x, w_codes, bias, 2.0**-shift, margin, digits)
+        # a split bias's fraction is added in float32 only (one float32 MAC, not the float64 digits)
+        mac = f32_mac(b, self, x, w_codes, bias, 2.0**-shift, margin, digits and fraction is None)
         if mac is None:
             return None
         v, dtype = mac
+        if fraction is not None:
+            v = self._add_fine_bias(b, v, fraction, rounding)
         if leaky:
             v = b.op("Max", v, b.op("Mul", v, const(b, leaky_relu_alpha(self.activation[1]), dtype)))  # exact
         if rounding == "half_up" and (leaky or dtype == np.float64 and shift > 0):
             # the k/256 slope's fraction, or a float64 value with one float32 may not hold: round here
             v = b.op("Floor", b.op("Add", v, const(b, 0.5, dtype)))
         return self.requantize_integer_f32(b, v, dtype)
+
+    def _xint8_fine_bias(self, p_acc: int, shift: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """A bias with a finer position than the accumulator, ``k = pos_bias - p_acc`` fractional
+        bits, for a MAC that float32 computes: its whole part in accumulator units (the float32
+        Conv sums it exactly with the products) and, per output channel, its fraction in output
+        units (:meth:`_add_fine_bias` adds it after the MAC). None where that is not exact: see
+        :class:`IntegerConv`; the other MACs keep the integer route."""
+        return None
+
+    def _add_fine_bias(self, b: GraphBuilder, v: str, fraction: np.ndarray, rounding: str) -> str:
+        raise NotImplementedError  # only where _xint8_fine_bias splits a bias
 
     def _xint8_int32(self, b: GraphBuilder, x: str, w_codes: str | None) -> str | None:
         """The XINT8 MAC requantised with int32 operations only (:meth:`shift_to_codes`, DPU_ROUND),
@@ -325,6 +343,44 @@ class IntegerConv(IntegerMAC):
             channels = self.weight.values.shape[0]
             inputs.append(const(b, np.broadcast_to(np.asarray(bias).reshape(-1), (channels,)), dtype))
         return b.op("Conv", *inputs, **self.mac_attrs())
+
+    #: the finest step (in output units) whose sums float32 holds for every output that does not
+    #: saturate: 2**-16 from 2**24 steps to 2**8 > 128 in magnitude (see _xint8_fine_bias)
+    _FINEST_STEP_BITS: ClassVar[int] = 16
+
+    def _xint8_fine_bias(self, p_acc: int, shift: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """XINT8 biases often sit k bits finer than the accumulator (ResNet50: 36 of 53 Convs), which
+        kept those Convs on ConvInteger and an int32 shift. Split: ``bias * 2**-k = whole + fraction``,
+        ``whole`` an integer in accumulator units that rides in the float32 Conv's bias (exact, as
+        the products), ``fraction`` in [0, 1) accumulator units, i.e. a multiple of ``2**-(k+shift)``
+        output units. Adding it (and DPU_ROUND's half of that step) after the Conv rounds nothing
+        while the value stays below ``2**24`` such half steps, at least 128 for ``k + shift`` up to
+        16; beyond, the value saturates either way (rounding is monotone and ±128 are float32
+        numbers), so the codes are exact."""
+        assert self.bias is not None and self.weight is not None
+        k = self.bias.pos - p_acc
+        fine = k + shift
+        if self.weight.values is None or self.weight.values.ndim != 4 or not 1 <= fine <= self._FINEST_STEP_BITS:
+            return None
+        codes = self.bias.centred(self.bias.values).astype(np.int64)
+        whole = np.floor_divide(codes, 2**k)
+        return whole, (codes - whole * 2**k).astype(np.float64) * 2.0**-fine
+
+    def _add_fine_bias(self, b: GraphBuilder, v: str, fraction: np.ndarray, rounding: str) -> str:
+        """``v + fraction`` per output channel, DPU_ROUND's half of the finest step with it
+        (:func:`ties_up`), by a 1x1 depthwise Conv with a kernel of ones: onnxruntime keeps its
+        blocked layout from Conv to Conv and fuses the ReLU that follows, where an Add would make it
+        reorder the tensor out and back in (and fold the Add into the Conv's own bias, which would
+        round it)."""
+        assert self.weight is not None and self.weight.values is not None
+        assert self.bias is not None and self.output is not None
+        channels = self.weight.values.shape[0]
+        fraction = np.broadcast_to(fraction.reshape(-1), (channels,))
+        # the value is a multiple of 2**-(pos_bias - pos_out) output units
+        half = half_step(self.output.pos - self.bias.pos) if rounding == "half_up" else 0.0
+        ones = const(b, np.ones((channels, 1, 1, 1), np.float32), np.float32)
+        return b.op("Conv", v, ones, const(b, (fraction + half).astype(np.float32), np.float32),
+                    group=channels, kernel_shape=[1, 1])
 
     @classmethod
     def cases(cls) -> Iterator[Case]:

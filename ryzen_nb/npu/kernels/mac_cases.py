@@ -115,12 +115,18 @@ def conv_cases() -> Iterator[Case]:
                        attrs=_PADDED_3X3, bias="aligned", roundings=("half_even",), route={"Conv": 2, "ConvInteger": 0})
         yield _mac("conv_beyond_float32", precision, "Conv", [1, 128, 4, 4], [4, 128, 3, 3], seed=24,
                    attrs=_PADDED_3X3, bias="aligned", roundings=("half_up",), route={"Conv": 0, "ConvInteger": 1})
-    # a bias with a finer position than the accumulator: ConvInteger, the accumulator shifted up to the
-    # bias's position (DPU_ROUND), or float64 (half to even)
-    yield _mac("conv_bias_finer_than_accumulator", "XINT8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=25,
-               attrs=_PADDED_3X3, bias="finer", roundings=("half_up",), route={"ConvInteger": 1, "BitShift": 1})
-    yield _mac("conv_bias_finer_than_accumulator", "XINT8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=25,
-               attrs=_PADDED_3X3, bias="finer", roundings=("half_even",), route={"ConvInteger": 1, "BitShift": 0})
+    # a bias with a finer position than the accumulator: its whole part in the float32 Conv, its fraction
+    # (and DPU_ROUND's half step) added by a 1x1 depthwise Conv after it
+    for rounding in ("half_up", "half_even"):
+        yield _mac("conv_bias_finer_than_accumulator", "XINT8", "Conv", [1, 4, 6, 6], [8, 4, 3, 3], seed=25,
+                   attrs=_PADDED_3X3, bias="finer", roundings=(rounding,), route={"Conv": 2, "ConvInteger": 0})
+    yield _conv_fine_bias("conv_fine_bias_ties", bias_bits=2, cut=1)
+    # 2**-16 output units, the finest step float32 holds below 128: the largest values saturate exactly,
+    # and a tie at 64.5 plus DPU_ROUND's 2**-17 stays above the tie; at 2**-17 (DPU_ROUND's 2**-18) float32
+    # would lose that half step and round the tie to even: ConvInteger and the shifted accumulator
+    yield _conv_fine_bias("conv_fine_bias_finest", bias_bits=8, cut=8, route={"Conv": 2, "ConvInteger": 0})
+    yield _conv_fine_bias_tie(bias_bits=8, route={"Conv": 2, "ConvInteger": 0})
+    yield _conv_fine_bias_tie(bias_bits=9, route={"Conv": 0, "ConvInteger": 1})
     # 1024 x 3 x 3 products: beyond the digits; ConvInteger with an integer shift (DPU_ROUND), or float64;
     # uint8 with zero point 128 and int8 outputs (the Cast that wraps modulo 256 must give both), fused
     # activations, saturation
@@ -171,6 +177,35 @@ def _conv_ties(precision: str) -> Case:
     y = g.op("Conv", [x, w], under_test=True, **_PADDED_3X3)
     out_dtype, out_zp = _OUTPUT[precision]
     return g.case(g.quantize(y, 2.0**-7, out_zp, out_dtype))
+
+
+def _conv_fine_bias(name: str, bias_bits: int, cut: int, route: dict[str, int] | None = None) -> Case:
+    """XINT8 Conv whose bias sits ``bias_bits`` finer than the accumulator, shifted right by ``cut``.
+    A small cut with small codes makes ties (a bias code that is a multiple of 2**bias_bits); a cut
+    of 8 with full-range codes saturates the largest outputs."""
+    g = CaseGraph(name, "XINT8", seed=35)
+    ties = cut < 4
+    x = g.codes("x", [1, 4, 6, 6], 0.25 if ties else 2.0**-4, 128, np.uint8, *((120, 136) if ties else ()))
+    w_pos = 6 if ties else _XINT8_WEIGHT_POS
+    w = g.weight("w", g.random_codes([8, 4, 3, 3], np.int8, *((-2, 2) if ties else ())), 2.0**-w_pos)
+    p_acc = (2 if ties else 4) + w_pos
+    b = g.weight("b", g.random_codes([8], np.int8, *((-8, 8) if ties else ())), 2.0 ** -(p_acc + bias_bits))
+    y = g.op("Conv", [x, w, b], under_test=True, **_PADDED_3X3)
+    out = g.quantize(y, 2.0 ** -(p_acc - cut), 128, np.uint8)
+    return g.case(out, route=route or {"Conv": 2, "ConvInteger": 0}, saturates=not ties)
+
+
+def _conv_fine_bias_tie(bias_bits: int, route: dict[str, int]) -> Case:
+    """A 1x1 XINT8 Conv cut by 8 bits whose first output is exactly 64.5 (x = 64, weights 127, 127,
+    2, 2: 16512 / 256) and whose bias codes are 0 at ``bias_bits`` finer than the accumulator: only
+    DPU_ROUND's half step of the finest position decides the tie."""
+    g = CaseGraph(f"conv_fine_bias_tie_{bias_bits}", "XINT8", seed=36)
+    x = g.codes("x", [1, 4, 3, 3], 2.0**-4, 128, np.uint8, 192, 192)
+    w = g.weight("w", np.array([[127, 127, 2, 2], [127, 125, 1, 1]], np.int8).reshape(2, 4, 1, 1), 2.0**-7)
+    p_acc = 4 + 7
+    b = g.weight("b", np.zeros(2, np.int8), 2.0 ** -(p_acc + bias_bits))
+    y = g.op("Conv", [x, w, b], under_test=True, kernel_shape=[1, 1])
+    return g.case(g.quantize(y, 2.0 ** -(p_acc - 8), 128, np.uint8), route=route, roundings=("half_up",))
 
 
 def gemm_cases() -> Iterator[Case]:
