@@ -149,6 +149,16 @@ _MOVES: dict[str, int | None] = {"Concat": None, "Split": 1, "Reshape": 1, "Tran
 _MOVES_OF_BYTES = {"Resize"}
 
 
+def _moved_values(n: onnx.NodeProto) -> list[str] | None:
+    """The tensors an operator that only moves values reads (:data:`_MOVES`: its other inputs are
+    shapes, axes, sizes), or None for any other operator (Resize counts when it picks the nearest)."""
+    if n.domain not in ("", "ai.onnx") or n.op_type not in _MOVES or \
+            n.op_type == "Resize" and attribute(n, "mode", "nearest") != "nearest":
+        return None
+    count = _MOVES[n.op_type]
+    return [t for t in (n.input if count is None else n.input[:count]) if t]
+
+
 def _moves_on_codes(m: onnx.ModelProto) -> None:
     """DequantizeLinear -> Concat / Split / Reshape / Transpose / Slice / Resize (nearest)... ->
     QuantizeLinear with one scale and zero point throughout moves the codes: the values it takes
@@ -161,12 +171,8 @@ def _moves_on_codes(m: onnx.ModelProto) -> None:
     def quantizers(n: onnx.NodeProto) -> list[int] | None:
         """Positions of the QuantizeLinears after the value-moving ``n`` (one per output), when
         every value it reads and writes has one quantization."""
-        if n.domain not in ("", "ai.onnx") or n.op_type not in _MOVES or \
-                n.op_type == "Resize" and attribute(n, "mode", "nearest") != "nearest":
-            return None
-        count = _MOVES[n.op_type]
-        values = list(n.input if count is None else n.input[:count])
-        dqs = [producers.get(name) for name in values]
+        values = _moved_values(n)
+        dqs = [producers.get(name) for name in values or []]
         if not values or any(dq is None or dq.op_type != "DequantizeLinear" for dq in dqs):
             return None
         found = {_one_quantization(dq, inits) for dq in dqs}  # type: ignore[arg-type]
@@ -194,8 +200,7 @@ def _moves_on_codes(m: onnx.ModelProto) -> None:
             continue
         moved = onnx.NodeProto()
         moved.CopyFrom(n)
-        count = _MOVES[n.op_type]
-        for j, name in enumerate(n.input if count is None else n.input[:count]):
+        for j, name in enumerate(_moved_values(n) or []):  # the values come first
             moved.input[j] = producers[name].input[0]
         for j, q in enumerate(positions):
             moved.output[j] = m.graph.node[q].output[0]
@@ -325,14 +330,6 @@ def _centred_codes(m: onnx.ModelProto) -> None:
         q = _one_quantization(n, inits)
         return q is not None and q[2] == onnx.TensorProto.UINT8 and q[3] == bytes([128])
 
-    def moved_codes(n: onnx.NodeProto) -> list[str] | None:
-        """The code tensors an operator moving codes reads (its other inputs are shapes, axes...)."""
-        if n.domain not in ("", "ai.onnx") or n.op_type not in _MOVES or \
-                n.op_type == "Resize" and attribute(n, "mode", "nearest") != "nearest":
-            return None
-        count = _MOVES[n.op_type]
-        return [t for t in (n.input if count is None else n.input[:count]) if t]
-
     def minus_128(n: onnx.NodeProto, cast_output: str) -> bool:
         if n.op_type != "Sub" or list(n.input[:1]) != [cast_output] or n.input[1] not in inits \
                 or n.output[0] in graph_outputs:
@@ -372,13 +369,13 @@ def _centred_codes(m: onnx.ModelProto) -> None:
                     return None
                 join([cast.input[0]])
             elif p.op_type != "QuantizeLinear" or not zero_128(p):
-                values = moved_codes(p)
+                values = _moved_values(p)
                 if values is None:
                     return None
                 join(values + [o for o in p.output if o])
             for position in readers.get(t, []):
                 n = nodes[position]
-                moved = moved_codes(n)
+                moved = _moved_values(n)
                 if n.op_type == "DequantizeLinear" and n.input[0] == t and zero_128(n):
                     reads.append(position)
                 elif n.op_type == "Cast" and attribute(n, "to", 0) == onnx.TensorProto.FLOAT and \
