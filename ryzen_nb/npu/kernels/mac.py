@@ -8,7 +8,8 @@ The NPU accumulates Σ (x - zx)(w - zw) exactly, adds the bias and requantizes:
   and shift of ``s_in*s_w/s_out`` (per output channel), round half to even (docs/npu-numerics.md#a8w8-and-a16w8, A12).
 
 The lowering tries the fastest exact route first: the whole requantisation folded into one float32
-Conv/MatMul (:func:`~ryzen_nb.npu.kernels.exact_mac.f32_mac`); for XINT8 with DPU_ROUND,
+Conv/MatMul (:func:`~ryzen_nb.npu.kernels.exact_mac.f32_mac`; an XINT8 Conv's bias finer than the
+accumulator splits, its whole part in the Conv and its fraction added after it); for XINT8 with DPU_ROUND,
 ConvInteger/MatMulInteger and an integer shift; otherwise the exact int64 accumulator and float64
 (XINT8) or int64 (A8W8/A16W8) requantisation.
 """
