@@ -397,7 +397,8 @@ def _centred_codes(m: onnx.ModelProto) -> None:
     seen: set[str] = set()
     rewired: dict[str, str] = {}  # a Sub's output -> the Cast output it now is
     drop: set[int] = set()
-    zero = numpy_helper.from_array(np.zeros((), np.int8), "npu_centred_zero_point")
+    taken = _names(m)
+    zero = numpy_helper.from_array(np.zeros((), np.int8), GraphBuilder(reserved=taken).unique("npu_centred_zero_point"))
     for n in list(nodes):
         if n.op_type != "QuantizeLinear" or n.output[0] in seen or not zero_128(n):
             continue
@@ -407,6 +408,8 @@ def _centred_codes(m: onnx.ModelProto) -> None:
             continue
         members, reads = group
         seen |= members
+        if any(t + _CENTRED in taken for t in members):  # the model has a tensor of that name already
+            continue
         centred |= members
         for position in reads:
             r = nodes[position]
@@ -536,8 +539,8 @@ def _float_codes(m: onnx.ModelProto) -> None:
         return shapes.pop() if len(shapes) == 1 else None
 
     kept: set[str] = set()
-    taken = {name for n in nodes for name in (*n.input, *n.output, n.name)} | set(inits)
-    b = GraphBuilder(prefix="npu_float_codes", reserved=taken)
+    taken = _names(m)
+    b = GraphBuilder(prefix="npu_float_codes", reserved=set(taken))
     constants: dict[tuple, onnx.TensorProto] = {}
 
     def constant(key: tuple, value: np.ndarray, hint: str) -> str:
@@ -551,7 +554,8 @@ def _float_codes(m: onnx.ModelProto) -> None:
     out: list[onnx.NodeProto] = []
     for position, n in enumerate(nodes):
         codes = n.output[0] if n.op_type == "QuantizeLinear" else ""
-        if codes and codes not in graph_outputs and readers.get(codes) and scalar(n.input[1], np.float32, 1.0) \
+        if codes and codes not in graph_outputs and codes + _FLOAT not in taken and readers.get(codes) \
+                and scalar(n.input[1], np.float32, 1.0) \
                 and len(n.input) > 2 and scalar(n.input[2], np.int8, 0) \
                 and all(float_reader(nodes[r], codes) for r in readers[codes]):
             value, low, high, merged = merged_clip(n.input[0], position)
@@ -634,6 +638,12 @@ def restored_codes(value: np.ndarray, centred: bool) -> np.ndarray:
     integers in [-128, 127]; centred ones are uint8 codes minus 128."""
     codes = value.astype(np.int8) if value.dtype.kind == "f" else value
     return (codes.astype(np.int16) + 128).astype(np.uint8) if centred else codes
+
+
+def _names(m: onnx.ModelProto) -> set[str]:
+    """Every tensor and node name the main graph uses: a renamed tensor must not take one."""
+    return {name for n in m.graph.node for name in (*n.input, *n.output, n.name)} | \
+        {t.name for t in m.graph.initializer} | {v.name for v in (*m.graph.input, *m.graph.output)}
 
 
 def _graph_maps(m: onnx.ModelProto) -> tuple[dict[str, onnx.TensorProto], set[str], dict[str, onnx.NodeProto],

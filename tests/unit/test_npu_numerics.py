@@ -661,6 +661,36 @@ def test_codes_only_convs_read_are_rounded_by_depthwise_convs(activation: str, s
                          .run(None, feed) for m in (model, lowered))
         assert all(np.array_equal(e, g) for e, g in zip(expected, got))
 
+
+def test_renamed_codes_never_take_a_name_the_model_uses() -> None:
+    """The passes on codes rename tensors (``_centred``, ``_float``) and add a zero point: where the
+    model already holds a tensor of that name, the group stays as it was and the outputs are the same."""
+    from ryzen_nb.npu import lower as lowering
+
+    model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16, stem_stride=2)
+    data = random_images(8, size=16)
+    q = ryzen_nb.quantize(model, None, "XINT8", data, progress=False).model
+    plain = npu.NPUSession(q, "STX")
+    renamed = sorted(lowering.code_sources(plain.emulated))
+    assert renamed
+    clashing = onnx.ModelProto()
+    clashing.CopyFrom(q)
+    # graph outputs named as the renamed twins of the first code tensor, and the zero point's name
+    first = renamed[0]
+    names = [first + "_centred", first + "_centred_float", first + "_float", "npu_centred_zero_point"]
+    for name in names:
+        clashing.graph.node.append(helper.make_node("Identity", ["input"], [name]))
+        clashing.graph.output.append(helper.make_tensor_value_info(name, TensorProto.FLOAT, None))
+    session = npu.NPUSession(clashing, "STX")
+    produced = [o for n in session.emulated.graph.node for o in n.output]
+    assert len(produced) == len(set(produced))
+    assert first not in lowering.code_sources(session.emulated)
+    for x in data[:2]:
+        feed = {"input": x[None]}
+        got = session.run(None, feed)
+        assert np.array_equal(got[0], plain.run(None, feed)[0])
+        assert all(np.array_equal(g, x[None]) for g in got[1:])
+
 def q_dtype(preset: str) -> type:
     return np.uint8 if preset == "XINT8" else np.int8
 
