@@ -509,15 +509,15 @@ def test_xint8_codes_are_written_centred_where_every_reader_centres_them(monkeyp
     every reader centres them anyway (Cast -> Sub 128 before a Conv goes): the same numbers, fewer
     operators; the stem's MaxPool on float codes takes them centred too. Codes a kernel writes
     otherwise stay uint8. check_kernels still sees uint8 codes everywhere."""
-    from ryzen_nb.npu import lower as lowering
+    from ryzen_nb.npu import code_passes
 
     model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16, stem_stride=2)
     data = random_images(8, size=16)
     q = ryzen_nb.quantize(model, None, "XINT8", data, progress=False).model
-    monkeypatch.setattr(lowering, "_float_codes", lambda model: None)  # the pass after, tested below
+    monkeypatch.setattr(code_passes, "_float_codes", lambda model: None)  # the pass after, tested below
     session = npu.NPUSession(q, "STX")
     with monkeypatch.context() as m:
-        m.setattr(lowering, "_centred_codes", lambda model: None)
+        m.setattr(code_passes, "_centred_codes", lambda model: None)
         uncentred = npu.NPUSession(q, "STX")
 
     def subs_of_128(s: npu.NPUSession) -> int:
@@ -526,7 +526,7 @@ def test_xint8_codes_are_written_centred_where_every_reader_centres_them(monkeyp
                    and consts[n.input[1]].size == 1 and float(consts[n.input[1]]) == 128.0)
 
     assert subs_of_128(uncentred) == 8 and subs_of_128(session) == 0
-    twins = {name: source for name, (source, centred) in lowering.code_sources(session.emulated).items() if centred}
+    twins = {name: source for name, (source, centred) in code_passes.code_sources(session.emulated).items() if centred}
     types = {t.name: t.type.tensor_type.elem_type
              for t in onnx.shape_inference.infer_shapes(session.emulated).graph.value_info}
     assert twins and all(types[twin] == TensorProto.INT8 for twin in twins.values())
@@ -560,25 +560,25 @@ def test_codes_read_only_as_floats_stay_floats(monkeypatch, preset: str) -> None
     (Clip, then + and - 1.5 * 2**23): no QuantizeLinear, no Cast before the next Conv, a Mul in
     place of each DequantizeLinear; the same numbers, and the codes read back through
     tensor_values as the quantized model holds them."""
-    from ryzen_nb.npu import lower as lowering
+    from ryzen_nb.npu import code_passes
 
     model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16, stem_stride=2)
     data = random_images(8, size=16)
     q = ryzen_nb.quantize(model, None, preset, data, progress=False).model
     session = npu.NPUSession(q, "STX")
     with monkeypatch.context() as m:
-        m.setattr(lowering, "_float_codes", lambda model: None)
+        m.setattr(code_passes, "_float_codes", lambda model: None)
         as_codes = npu.NPUSession(q, "STX")
 
     def count(s: npu.NPUSession, op: str) -> int:
         return sum(1 for n in s.emulated.graph.node if n.op_type == op)
 
-    floats = [name for name, (source, _) in lowering.code_sources(session.emulated).items() if source.endswith("_float")]
+    floats = [name for name, (source, _) in code_passes.code_sources(session.emulated).items() if source.endswith("_float")]
     assert floats
     assert count(session, "QuantizeLinear") < count(as_codes, "QuantizeLinear")
     assert count(session, "Cast") < count(as_codes, "Cast")
     assert count(session, "DequantizeLinear") < count(as_codes, "DequantizeLinear")
-    holders = {source for source, _ in lowering.code_sources(session.emulated).values() if source.endswith("_float")}
+    holders = {source for source, _ in code_passes.code_sources(session.emulated).values() if source.endswith("_float")}
     producers = {o: n for n in session.emulated.graph.node for o in n.output}
     convs = [n for n in session.emulated.graph.node if n.op_type == "Conv"]
     if preset == "XINT8":  # symmetric activations: the float codes go straight into the Convs
@@ -634,12 +634,12 @@ def test_codes_only_convs_read_are_rounded_by_depthwise_convs(activation: str, s
     so onnxruntime keeps its blocked layout between the Convs; a Relu or a constant Clip before the
     quantizer merges into its Clip. Ties round half to even and out-of-range values saturate, as
     QuantizeLinear does; any other reader keeps the Add and the Sub."""
-    from ryzen_nb.npu import lower as lowering
+    from ryzen_nb.npu import code_passes
 
     model = _conv_quantize_conv(activation, second_reader)
     lowered = onnx.ModelProto()
     lowered.CopyFrom(model)
-    lowering._float_codes(lowered)
+    code_passes._float_codes(lowered)
     ops = [n.op_type for n in lowered.graph.node]
     assert "QuantizeLinear" not in ops and ops.count("Clip") == 1
     assert "Relu" not in ops
@@ -665,13 +665,13 @@ def test_codes_only_convs_read_are_rounded_by_depthwise_convs(activation: str, s
 def test_renamed_codes_never_take_a_name_the_model_uses() -> None:
     """The passes on codes rename tensors (``_centred``, ``_float``) and add a zero point: where the
     model already holds a tensor of that name, the group stays as it was and the outputs are the same."""
-    from ryzen_nb.npu import lower as lowering
+    from ryzen_nb.npu import code_passes
 
     model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16, stem_stride=2)
     data = random_images(8, size=16)
     q = ryzen_nb.quantize(model, None, "XINT8", data, progress=False).model
     plain = npu.NPUSession(q, "STX")
-    renamed = sorted(lowering.code_sources(plain.emulated))
+    renamed = sorted(code_passes.code_sources(plain.emulated))
     assert renamed
     clashing = onnx.ModelProto()
     clashing.CopyFrom(q)
@@ -684,7 +684,7 @@ def test_renamed_codes_never_take_a_name_the_model_uses() -> None:
     session = npu.NPUSession(clashing, "STX")
     produced = [o for n in session.emulated.graph.node for o in n.output]
     assert len(produced) == len(set(produced))
-    assert first not in lowering.code_sources(session.emulated)
+    assert first not in code_passes.code_sources(session.emulated)
     for x in data[:2]:
         feed = {"input": x[None]}
         got = session.run(None, feed)
