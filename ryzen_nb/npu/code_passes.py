@@ -380,6 +380,7 @@ def _float_codes(m: onnx.ModelProto) -> None:
         if n.op_type == "Cast":
             return attribute(n, "to", 0) == onnx.TensorProto.FLOAT and n.output[0] not in graph_outputs
         return n.op_type == "DequantizeLinear" and list(n.input[:1]) == [codes] and n.input[1] in inits and \
+            inits[n.input[1]].data_type == onnx.TensorProto.FLOAT and \
             numpy_helper.to_array(inits[n.input[1]]).size == 1 and not attribute(n, "block_size", 0) and \
             (len(n.input) < 3 or not n.input[2] or scalar(n.input[2], np.int8, 0))
 
@@ -468,7 +469,8 @@ def _float_codes(m: onnx.ModelProto) -> None:
                 reader = nodes[r]
                 if reader.op_type == "Cast":
                     rewired[reader.output[0]] = codes + _FLOAT
-                else:  # DequantizeLinear -> Mul by its scale, in place
+                else:  # DequantizeLinear -> Mul by its scale, in place, under its name (check_kernels reads
+                    # it; a Mul by 1 stays: onnxruntime's optimizer drops it)
                     scale = reader.input[1]
                     del reader.input[:]
                     reader.input.extend([codes + _FLOAT, scale])

@@ -662,6 +662,36 @@ def test_codes_only_convs_read_are_rounded_by_depthwise_convs(activation: str, s
         assert all(np.array_equal(e, g) for e, g in zip(expected, got))
 
 
+
+def test_float_codes_leave_a_float16_dequantizer_its_integer_codes() -> None:
+    """Codes read by a DequantizeLinear with a float16 scale stay integer codes: as float32 codes its
+    Mul would mix float32 and float16. With a float32 scale they become float codes and a Mul."""
+    from ryzen_nb.npu import code_passes
+
+    def model(scale: np.generic) -> onnx.ModelProto:
+        g = GraphBuilder()
+        codes = g.op("QuantizeLinear", "x", g.const(np.float32(1.0), hint="one"), g.const(np.int8(0), hint="zero"))
+        y = g.op("DequantizeLinear", codes, g.const(scale, hint="s"))
+        graph = helper.make_graph(g.nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 5])],
+                                  [helper.make_tensor_value_info(g.op("Relu", y), helper.np_dtype_to_tensor_dtype(
+                                      np.asarray(scale).dtype), None)])
+        m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)])
+        constants_to_initializers(m)
+        return m
+
+    x = {"x": np.array([[-300.0, -2.5, -0.5, 0.5, 1.5], [2.5, 3.49, 126.5, 127.5, 900.0]], np.float32)}
+    for scale, ops in ((np.float32(0.5), ["Clip", "Add", "Sub", "Mul", "Relu"]),
+                       (np.float16(0.5), ["QuantizeLinear", "DequantizeLinear", "Relu"])):
+        before = model(scale)
+        after = onnx.ModelProto()
+        after.CopyFrom(before)
+        code_passes._float_codes(after)
+        assert [n.op_type for n in after.graph.node] == ops
+        expected, got = (ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, x)[0]
+                         for m in (before, after))
+        assert got.dtype == expected.dtype and np.array_equal(got, expected)
+
+
 def test_renamed_codes_never_take_a_name_the_model_uses() -> None:
     """The passes on codes rename tensors (``_centred``, ``_float``) and add a zero point: where the
     model already holds a tensor of that name, the group stays as it was and the outputs are the same."""
