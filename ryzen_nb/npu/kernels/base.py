@@ -54,6 +54,12 @@ class QuantRef:
         return np.array_equal(np.ravel(self.scale).astype(np.float32), np.broadcast_to(expected, np.ravel(self.scale).shape))
 
     @property
+    def least(self) -> float:
+        """The least value the dequantized tensor can take (its type's least code)."""
+        lowest = (np.iinfo(self.dtype).min - np.asarray(self.zero_point, np.float64)) * np.asarray(self.scale, np.float64)
+        return float(np.min(lowest))
+
+    @property
     def pos(self) -> int:
         """Power-of-two position: scale = 2**-pos (XINT8)."""
         return int(round(-np.log2(float(np.ravel(self.scale)[0]))))

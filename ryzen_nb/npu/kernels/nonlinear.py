@@ -2,9 +2,11 @@
 
 The NPU's integer overlays compute Softmax, Sigmoid, Erf, LayerNorm... on bf16 values: the
 dequantized input is rounded to bf16, the function evaluated, its result rounded to bf16 before
-the quantizer after it. The function itself is onnxruntime's float32 one in the emulated graph and
-onnx's reference implementation in :meth:`Bf16Evaluation.reference`; on bf16 inputs they agree after
-the final rounding (the cases check it).
+the quantizer after it. The function itself is onnxruntime's float32 one in the emulated graph, or
+where that strays on some inputs (Sigmoid's tail, Elu near 0) a form of other standard operators
+that does not (:data:`_ACCURATE_FORMS`), and onnx's reference implementation in float64 in
+:meth:`Bf16Evaluation.reference`; on bf16 inputs they agree after the final rounding but for a
+value on the edge of two bf16 numbers (the cases check it).
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ import numpy as np
 import onnx
 from onnx import helper
 
+from ryzen_nb.graph.attributes import attribute
 from ryzen_nb.graph.builder import GraphBuilder, make_model
 from ryzen_nb.npu.kernels.arithmetic import bf16
 from ryzen_nb.npu.kernels.base import Kernel, KernelGraph, QuantRef
 from ryzen_nb.npu.kernels.cases import Case, CaseGraph
-from ryzen_nb.npu.kernels.lowering import bf16_round
+from ryzen_nb.npu.kernels.lowering import bf16_round, const
 from ryzen_nb.spec.dpu import HARD_SIGMOID_ALPHA
 
 __all__ = ["NONLINEAR_OPS", "Bf16Evaluation", "evaluate_in_bf16", "on_bf16_grid"]
@@ -32,19 +35,65 @@ NONLINEAR_OPS = ("Sigmoid", "Tanh", "Softmax", "Erf", "Gelu", "Exp", "Log", "Sqr
 
 
 def evaluate_in_bf16(b: GraphBuilder, node: onnx.NodeProto, inputs: Sequence[str], float_inputs: Sequence[bool],
-                     float_outputs: Sequence[bool] | None = None) -> list[str]:
+                     float_outputs: Sequence[bool] | None = None, least: float | None = None) -> list[str]:
     """``node`` on ``inputs``, its float inputs rounded to bf16 first and its float outputs after
     (every output unless ``float_outputs`` says which: a Concat of shape values stays int64);
-    returns the outputs ("" where the node leaves an optional output out)."""
+    returns the outputs ("" where the node leaves an optional output out). ``least``, the least
+    value the first input can take when it is known, may spare an accurate form."""
     n = onnx.NodeProto()
     n.CopyFrom(node)
     for j, (name, is_float) in enumerate(zip(inputs, float_inputs)):
         n.input[j] = bf16_round(b, name) if name and is_float else name
     del n.output[:]
     n.output.extend(b.fresh(f"{o}_fp32") if o else "" for o in node.output)
-    b.nodes.append(n)
+    if n.op_type in _ACCURATE_FORMS and not n.domain:
+        _ACCURATE_FORMS[n.op_type](b, n, least)
+    else:
+        b.nodes.append(n)
     rounded = float_outputs if float_outputs is not None else [True] * len(n.output)
     return [bf16_round(b, raw) if raw and is_float else raw for raw, is_float in zip(n.output, rounded)]
+
+
+#: from this input up onnxruntime's Sigmoid gives the correctly rounded bf16 value of every bf16
+#: number (a test runs them all); below it strays
+ONNXRUNTIME_SIGMOID_EXACT_FROM = -9.5
+
+
+def _sigmoid(b: GraphBuilder, node: onnx.NodeProto, least: float | None) -> None:
+    # onnxruntime's Sigmoid is good to an absolute error, not a relative one: 0.6 % low at -12,
+    # 47 % at -16 and 0 from -18 down (sigmoid(-18) = 1.5e-8, sigmoid(-32) = 1.3e-14), thousands
+    # of bf16 units in the tail a probability map lives in (PP-OCRv4's logits reach -114).
+    # e / (1 + e) with e = exp(x) keeps a relative error in float32, down to the subnormals; e is
+    # clipped at 2**100 (x > 69: the quotient is 1, as sigmoid is in float32) so that inf / inf
+    # never happens. Four passes as cheap as a copy each, four times a Sigmoid's time (1 / (1 +
+    # exp(-x)) overflows below -88.7; onnxruntime's Softplus, for exp(x - softplus(x)), takes 12
+    # times a Sigmoid's time): an input known never to reach the tail keeps the Sigmoid (38 of
+    # YOLOv8n's 58 in A8W8).
+    if least is not None and least >= ONNXRUNTIME_SIGMOID_EXACT_FROM:
+        b.nodes.append(node)
+        return
+    e = b.op("Clip", b.op("Exp", node.input[0]), "", const(b, 2.0**100, np.float32))
+    b.op("Div", e, b.op("Add", e, const(b, 1.0, np.float32)), outputs=[node.output[0]], name=node.name or None)
+
+
+def _elu(b: GraphBuilder, node: onnx.NodeProto, least: float | None) -> None:
+    # onnxruntime's Elu computes alpha * (exp(x) - 1), which loses every bit of a small negative x
+    # (below 2**-17 in size: 0 or a multiple of 2**-24); expm1(x) = 2t / (1 - t) with t = tanh(x/2)
+    # keeps them (tanh is exact on bf16 inputs). Elu(x) = relu(x) + alpha * expm1(min(x, 0)),
+    # without a Where (onnxruntime's takes 30 times a copy's time).
+    x = node.input[0]
+    alpha = float(attribute(node, "alpha", 1.0))
+    t = b.op("Tanh", b.op("Mul", b.op("Min", x, const(b, 0.0, np.float32)), const(b, 0.5, np.float32)))
+    expm1 = b.op("Div", t, b.op("Sub", const(b, 1.0, np.float32), t))
+    b.op("Add", b.op("Relu", x), b.op("Mul", expm1, const(b, 2 * alpha, np.float32)),
+         outputs=[node.output[0]], name=node.name or None)
+
+
+#: operators whose onnxruntime float32 function strays from the true one by more than a last bit
+#: on some bf16 input, and a form of standard operators that does not (it writes the node's
+#: output); on every finite bf16 input the form rounds to the correctly rounded bf16 result (a
+#: test runs all 65,280 of them; Elu with alpha other than 1 aside where the result is subnormal)
+_ACCURATE_FORMS = {"Sigmoid": _sigmoid, "Elu": _elu}
 
 
 def on_bf16_grid(ref: QuantRef | None) -> bool:
@@ -71,8 +120,10 @@ class Bf16Evaluation(Kernel):
     @classmethod
     def _match(cls, node: onnx.NodeProto, precision: str, graph: KernelGraph) -> Kernel | str:
         types = graph.index.element_types
+        first = graph.quantized(node.input[0]) if node.input else None
         attrs = {"float_inputs": [types.get(name) == onnx.TensorProto.FLOAT for name in node.input],
                  "on_bf16_grid": [bool(name) and on_bf16_grid(graph.quantized(name)) for name in node.input],
+                 "least": first.least if first is not None else None,  # spares Sigmoid its accurate form
                  "opset": _default_opset(graph.index.model)}
         return cls(node, precision, attrs=attrs, replaced=[node])
 
@@ -92,7 +143,9 @@ class Bf16Evaluation(Kernel):
                 names.append("")
                 continue
             names.append(f"input_{j}")
-            feed[names[-1]] = bf16(value) if is_float else np.asarray(value)
+            # in float64: the function's true value, which the bf16 rounding below takes to float32 first
+            # (the best a float32 implementation gives) and then to bf16
+            feed[names[-1]] = bf16(value).astype(np.float64) if is_float else np.asarray(value)
         node = helper.make_node(self.op, names, [f"output_{j}" if o else "" for j, o in enumerate(self.node.output)],
                                 **{a.name: helper.get_attribute_value(a) for a in self.node.attribute})
         graph = helper.make_graph(
@@ -106,7 +159,7 @@ class Bf16Evaluation(Kernel):
               accumulation: str = "exact") -> list[str]:
         # an input already on the bf16 grid needs no rounding: a Cast pair less over the tensor
         rounded = [f and not g for f, g in zip(self.attrs["float_inputs"], self.attrs["on_bf16_grid"])]
-        return evaluate_in_bf16(b, self.node, inputs, rounded)
+        return evaluate_in_bf16(b, self.node, inputs, rounded, least=self.attrs.get("least"))
 
     @classmethod
     def cases(cls) -> Iterator[Case]:
