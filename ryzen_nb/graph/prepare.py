@@ -30,6 +30,7 @@ from ryzen_nb.graph.checks import (
     outer_scope_reads,
     walk_graphs,
 )
+from ryzen_nb.graph.gemm import fold_scales_into_gemms, fuse_matmul_add
 from ryzen_nb.graph.io import (
     DETACHED_BYTES,
     ModelLike,
@@ -293,6 +294,10 @@ def _rest(m: onnx.ModelProto, input_shapes, sample, free_batch: Mapping[str, str
         fused = fuse_matmul_add(m, folded_nodes)
         if fused:
             steps.append(f"turned {fused} MatMul + bias Add pair(s) into Gemm")
+        scaled = fold_scales_into_gemms(m, folded_nodes)
+        if scaled:
+            steps.append(f"folded {scaled} constant Mul(s) after a Gemm into its weight and bias")
+        if fused or scaled:
             m = _infer_shapes(m)
     try:
         ort_session(m)
@@ -302,86 +307,6 @@ def _rest(m: onnx.ModelProto, input_shapes, sample, free_batch: Mapping[str, str
 
 
 # -- steps ---------------------------------------------------------------------------------------------
-def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) -> int:
-    """Turn ``Add(MatMul(A, W), b)`` with constant ``W [K, N]`` and bias ``b [N]`` into a Gemm.
-
-    A Gemm carries its bias into the accumulator: integer presets quantize it to int32 with scale
-    s_A * s_W instead of rounding the MatMul output to 8 bits before the bias is added, as the NPU
-    does and as Quark's model simplification arranges. ``A`` of rank > 2 (``[batch, tokens, K]``)
-    is reshaped to 2-D around the Gemm, once for all the pairs that read it (an attention layer's
-    query, key and value projections: as Quark's simplified models). The Gemm takes the MatMul's node
-    name and the Add's output name, so everything downstream keeps its names. Returns the number of
-    pairs fused.
-    """
-    graph = m.graph
-    inits = {t.name: t for t in graph.initializer}
-    shapes = {vi.name: [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
-              for vi in list(graph.input) + list(graph.value_info) if vi.type.tensor_type.HasField("shape")}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    # outputs and tensors a subgraph reads must keep their producers
-    graph_outputs = {o.name for o in graph.output} | outer_scope_reads(graph)
-    replaced: dict[int, list[onnx.NodeProto]] = {}  # id(MatMul) -> new nodes; the Add is dropped
-    dropped: set[int] = set()
-    flattened: dict[tuple[str, int], str] = {}  # (A, K) -> A as [-1, K]: one Reshape for the query, key and value
-    for mm in graph.node:
-        if mm.op_type != "MatMul" or mm.input[1] not in inits or len(inits[mm.input[1]].dims) != 2:
-            continue
-        users = consumers.get(mm.output[0], [])
-        if len(users) != 1 or users[0].op_type != "Add" or mm.output[0] in graph_outputs:
-            continue
-        add = users[0]
-        bias = add.input[1] if add.input[0] == mm.output[0] else add.input[0]
-        k, n = inits[mm.input[1]].dims
-        if bias not in inits or int(np.prod(inits[bias].dims)) != n or inits[bias].dims[-1:] != [n]:
-            continue
-        a_shape = shapes.get(mm.input[0])
-        if not a_shape or len(a_shape) < 2 or any(d is None or d <= 0 for d in a_shape):
-            continue
-        tag = mm.name or mm.output[0]
-        b_vec = bias
-        if len(inits[bias].dims) != 1:
-            b_vec = f"{bias}_vector"
-            if b_vec not in inits:  # a bias shared by several pairs is reshaped once
-                vec = numpy_helper.from_array(numpy_helper.to_array(inits[bias]).reshape(n), b_vec)
-                graph.initializer.append(vec)
-                inits[b_vec] = graph.initializer[-1]
-        nodes = []
-        a2 = mm.input[0]
-        if len(a_shape) > 2 and (mm.input[0], k) in flattened:
-            a2 = flattened[(mm.input[0], k)]  # made before this MatMul, by the first pair that reads A
-        elif len(a_shape) > 2:
-            shape_2d = numpy_helper.from_array(np.array([-1, k], np.int64), f"{tag}_gemm_input_shape")
-            graph.initializer.append(shape_2d)
-            a2 = flattened[(mm.input[0], k)] = f"{tag}_gemm_input"
-            nodes.append(helper.make_node("Reshape", [mm.input[0], shape_2d.name], [a2], name=f"{tag}_gemm_reshape_in"))
-        y2 = add.output[0] if len(a_shape) == 2 else f"{tag}_gemm_output"
-        nodes.append(helper.make_node("Gemm", [a2, mm.input[1], b_vec], [y2], name=mm.name or f"{tag}_gemm"))
-        if len(a_shape) > 2:
-            # -1 for the leading dimension: the batch stays free for a model whose batch is dynamic
-            out_shape = numpy_helper.from_array(np.array([-1, *a_shape[1:-1], n], np.int64), f"{tag}_gemm_output_shape")
-            graph.initializer.append(out_shape)
-            nodes.append(helper.make_node("Reshape", [y2, out_shape.name], [add.output[0]], name=f"{tag}_gemm_reshape_out"))
-        replaced[id(mm)] = nodes
-        dropped.add(id(add))
-        if folded is not None and add.name:
-            folded[add.name] = f"fused with its MatMul into Gemm {mm.name or f'{tag}_gemm'!r}"
-    if not replaced:
-        return 0
-    new_nodes: list[onnx.NodeProto] = []
-    for node in graph.node:
-        if id(node) in replaced:
-            new_nodes.extend(replaced[id(node)])
-        elif id(node) not in dropped:
-            new_nodes.append(node)
-    del graph.node[:]
-    graph.node.extend(new_nodes)
-    del graph.value_info[:]
-    return len(replaced)
-
-
 def _check(m: onnx.ModelProto) -> None:
     if too_large_to_serialize(m):  # the checker serializes the model; onnxruntime's load below checks it
         log.debug("model over 2 GiB: onnx's checker skipped")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -404,6 +405,19 @@ def _format_for(type_name: str, extra: dict[str, Any]) -> tuple[str, tuple, str 
                                list(QUANT_TYPE_FORMATS) + ["QBFP", "QMX"] + formats.names()) from None
 
 
+def _align_eltwise_types(extra: dict[str, Any], npu_flow: bool) -> bool:
+    """AlignEltwiseQuantType as Quark applies it: not in its NPU CNN or transformer flows, where it
+    warns and leaves the option without effect."""
+    if not _opt(extra, "AlignEltwiseQuantType"):
+        return False
+    if npu_flow:
+        logging.getLogger(__name__).warning(
+            "AlignEltwiseQuantType has no effect with enable_npu_cnn or enable_npu_transformer (as in Quark): the "
+            "constants of Add/Sub/Mul/Div keep the weights' type.")
+        return False
+    return True
+
+
 def _subgraph(spec: Any) -> tuple[list[str], list[str]]:
     """``(["start", ...], ["end", ...])`` — Quark's subgraphs_to_exclude entry."""
     try:
@@ -519,6 +533,7 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         align_pad=bool(_opt(extra, "AlignPad")),
         align_pool=bool(_opt(extra, "AlignPool")),
         align_concat=bool(_opt(extra, "AlignConcat")),
+        align_eltwise_types=_align_eltwise_types(extra, npu or bool(qc.enable_npu_transformer)),
         npu_legality=legality,
         dpu_rewrites=rewrites,
         tensor_formats=tensor_formats,

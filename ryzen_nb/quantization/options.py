@@ -110,7 +110,8 @@ EXTRA_OPTIONS: dict[str, Option] = {
         _o("AlignPad", True, "Pad output shares its input's scale"),
         _o("AlignTranspose", False, "", "accepted"),
         _o("AlignReshape", False, "", "accepted"),
-        _o("AlignEltwiseQuantType", False, "eltwise inputs share one type (A16W8)", "accepted"),
+        _o("AlignEltwiseQuantType", False, "constant operands of Add/Sub/Mul/Div take the activations' type, not "
+           "the weights' (A16W8: int16 position embeddings and scales); not with enable_npu_cnn/_transformer"),
         _o("FoldRelu", False, "no QDQ between Conv/Gemm/MatMul/Add and a following Relu (fused on the NPU)"),
         # ryzen-nb's own key: see Settings.ort_fusable_folds and quantization/emit.py (_ort_fusable_folds)
         _o("ORTFusableQDQ", False, "with FoldRelu and int32 biases, also the Relu's 8-bit quantizer before it "

@@ -173,12 +173,17 @@ def _plan_tensors(index: ModelIndex, quantized: list[int], folded: set[str],
     """A :class:`TensorPlan` for every float input and output of the quantized nodes."""
     tensors: dict[str, TensorPlan] = {}
 
-    def add(name: str, role: str, node_index: int, axis: int = 1, bias_of: int | None = None) -> None:
+    # AlignEltwiseQuantType: an element-wise operator's constant takes the activations' format
+    eltwise_constant = replace(settings.weight, format=settings.activation.format)
+
+    def add(name: str, role: str, node_index: int, axis: int = 1, bias_of: int | None = None,
+            ts: TensorSettings | None = None) -> None:
         if name in folded:
             return
         plan = tensors.get(name)
         if plan is None:
-            ts = settings.weight if role in ("weight", "bias", "constant") else settings.activation
+            if ts is None:
+                ts = settings.weight if role in ("weight", "bias", "constant") else settings.activation
             if name in settings.tensor_formats:
                 ts = with_format(ts, settings.tensor_formats[name])
             plan = tensors[name] = TensorPlan(name, role, ts, axis=axis, bias_of=bias_of)
@@ -195,7 +200,9 @@ def _plan_tensors(index: ModelIndex, quantized: list[int], folded: set[str],
             if name in index.initializer_names:
                 if name not in settings.keep_float:
                     role, axis = _constant_role(node, info, k, _rank(index, name, 0), settings)
-                    add(name, role, i, axis, bias_of=i if role == "bias" else None)
+                    aligned = role == "constant" and info.kind == "eltwise" and settings.align_eltwise_types
+                    add(name, role, i, axis, bias_of=i if role == "bias" else None,
+                        ts=eltwise_constant if aligned else None)
             else:
                 add(name, "activation", i, _activation_block_axis(info.reduction, _rank(index, name, 4)))
         for name in node.output:

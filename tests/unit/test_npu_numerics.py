@@ -132,8 +132,10 @@ def test_unnamed_max_pools_on_codes_get_names_of_their_own() -> None:
 
 
 @pytest.mark.parametrize("preset", ["XINT8", "A8W8", "A16W8"])
-def test_embedding_gather_takes_codes_and_dequantizes_only_its_rows(preset: str) -> None:
+def test_embedding_gather_takes_codes_and_dequantizes_only_its_rows(preset: str, monkeypatch) -> None:
     # DequantizeLinear -> Gather would dequantize the whole table on every run (MiniLM: 14 ms of 79)
+    from ryzen_nb.npu import code_passes
+
     model = bert_encoder(0, layers=1, hidden=32, heads=2, seq_len=8, vocab=4000)
     data = [{"input_ids": t[None]} for t in random_tokens(6, seq_len=8, vocab=4000)]
     q = ryzen_nb.quantize(model, None, preset, data, progress=False).model
@@ -142,8 +144,14 @@ def test_embedding_gather_takes_codes_and_dequantizes_only_its_rows(preset: str)
     session = npu.NPUSession(q, "STX")
     readers = [n for n in session.emulated.graph.node if table in n.input]
     assert [n.op_type for n in readers] == ["Gather"]
+    with monkeypatch.context() as m:
+        m.setattr(code_passes, "_gathers_on_codes", lambda model: None)
+        whole_table = npu.NPUSession(q, "STX")
+    assert [n.op_type for n in whole_table.emulated.graph.node if table in n.input] == ["DequantizeLinear"]
     for feed in data[:3]:
-        assert np.array_equal(session.run(None, feed)[0], session.reference_run(feed)[0])
+        # the same numbers (reference_run is no judge here: its float LayerNormalization may differ
+        # from onnxruntime's in the last bit, and a quantizer after it then rounds one code the other way)
+        assert np.array_equal(session.run(None, feed)[0], whole_table.run(None, feed)[0])
 
 
 def test_fp32_model_of_opset_11_with_shape_arithmetic_emulates_in_bf16() -> None:
