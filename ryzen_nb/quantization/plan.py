@@ -114,8 +114,8 @@ def make_plan(model: onnx.ModelProto, settings: Settings, folded_nodes: Mapping[
     plan.deferred = _defer_past_value_selection(index, plan, settings)
     plan.duals = _dual_quantizers(index, tensors, settings)
     if plan.deferred:
-        plan.notes.append(f"{len(plan.deferred)} float-format quantizer(s) left out before or after a Relu, MaxPool or "
-                          "data movement, whose rounding commutes with them: the same numbers with fewer operators")
+        plan.notes.append(f"{len(plan.deferred)} float-format quantizer(s) applied after Relu/MaxPool/data movement "
+                          "instead of before: the same numbers with fewer operators")
     plan.groups = sharing_groups(index, plan, settings)
     inside = sum(len(g.node) for g in walk_graphs(model.graph)) - len(model.graph.node)
     if inside:
@@ -285,8 +285,7 @@ def _defer_past_value_selection(index: ModelIndex, plan: QuantPlan, settings: Se
     A format without scales (bf16, fp16, fp8) rounds each value to a fixed grid, monotonically, so
     rounding commutes with Relu, MaxPool, Reshape, Transpose, Slice...: quantizing such an
     operator's output gives exactly what quantizing its input did. Keeping only the quantizer
-    after it saves an operator pass per tensor and leaves Conv+Relu fusable for onnxruntime; where
-    the input's quantizer stays, the output's goes.
+    after it saves an operator pass per tensor and leaves Conv+Relu fusable for onnxruntime.
     Block and integer formats are left alone (their grids depend on neighbours or on scales).
     Returns the names dropped from ``plan.tensors``.
     """
@@ -314,27 +313,6 @@ def _defer_past_value_selection(index: ModelIndex, plan: QuantPlan, settings: Se
         if users and all(selecting):
             del tensors[name]
             dropped.append(name)
-    # and the other way round: where the input keeps its quantizer (it has other readers: a
-    # LayerNorm's output read by a residual Add and, through a Reshape, by a Gemm; a rounded
-    # embedding table), the operator's output holds grid values already; BERT-base in BF16 rounded
-    # 25 such outputs twice
-    for i in plan.nodes:
-        node = nodes[i]
-        if node.op_type not in VALUE_SELECTING:
-            continue
-        inputs = [n for n in node.input if n and _is_float(index, n)]
-        if len(inputs) != 1 or inputs[0] not in tensors:
-            continue
-        t = tensors[inputs[0]]
-        if t.fmt().info.family != "float" or scaled(t.fmt()):
-            continue
-        grid = (t.settings.format, t.settings.options, t.settings.rounding)  # what the rounding depends on
-        for out in node.output:
-            o = tensors.get(out)
-            if o is not None and (o.settings.format, o.settings.options, o.settings.rounding) == grid \
-                    and out not in graph_outputs and out not in settings.tensor_formats:
-                del tensors[out]
-                dropped.append(out)
     return dropped
 
 
