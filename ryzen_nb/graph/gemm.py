@@ -39,10 +39,7 @@ def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) ->
     inits = {t.name: t for t in graph.initializer}
     shapes = {vi.name: [d.dim_value if d.HasField("dim_value") else None for d in vi.type.tensor_type.shape.dim]
               for vi in list(graph.input) + list(graph.value_info) if vi.type.tensor_type.HasField("shape")}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    consumers = _readers(graph)
     # outputs and tensors a subgraph reads must keep their producers
     graph_outputs = {o.name for o in graph.output} | outer_scope_reads(graph)
     replaced: dict[int, list[onnx.NodeProto]] = {}  # id(MatMul) -> new nodes; the Add is dropped
@@ -132,16 +129,12 @@ def fold_scales_into_gemms(m: onnx.ModelProto, folded: dict[str, str] | None = N
 
     An attention layer's query is often scaled so after its projection (by 1/sqrt(head size)):
     quantized as written, the projection's output and the scaled query each get a quantizer, two
-    roundings where Quark's simplified model (onnxslim's FusionGemmMul) has one; MiniLM in A16W8
-    scored a cosine of 0.9761 against Quark's 0.9767 for it. A power-of-two ``s`` (1/8 for heads of
-    64) scales the weights exactly. Returns the number of Muls folded.
+    roundings where Quark's simplified model has one. A power-of-two ``s`` (1/8 for heads of 64)
+    scales the weights exactly. Returns the number of Muls folded.
     """
     graph = m.graph
     inits = {t.name: t for t in graph.initializer}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
+    consumers = _readers(graph)
     graph_outputs = {o.name for o in graph.output} | outer_scope_reads(graph)
     dropped: set[int] = set()
     for gemm in graph.node:
@@ -186,6 +179,15 @@ def fold_scales_into_gemms(m: onnx.ModelProto, folded: dict[str, str] | None = N
         graph.node.extend(kept)
         del graph.value_info[:]
     return len(dropped)
+
+
+def _readers(graph: onnx.GraphProto) -> dict[str, list[onnx.NodeProto]]:
+    """Tensor name -> the nodes of ``graph`` that read it."""
+    readers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            readers.setdefault(name, []).append(node)
+    return readers
 
 
 def _constant_float(inits: dict[str, onnx.TensorProto], name: str) -> bool:
