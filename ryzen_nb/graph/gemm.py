@@ -103,6 +103,14 @@ def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) ->
     del graph.node[:]
     graph.node.extend(new_nodes)
     del graph.value_info[:]
+    # a weight several pairs shared is read as its transposed copy now: the original goes (the
+    # quantized model would carry it as a float initializer nothing reads)
+    still_read = {name for node in graph.node for name in node.input} | graph_outputs
+    unread = {w for w, w_t in transposed.items() if w_t != w and w not in still_read}
+    if unread:
+        kept = [t for t in graph.initializer if t.name not in unread]
+        del graph.initializer[:]
+        graph.initializer.extend(kept)
     return len(replaced)
 
 

@@ -184,3 +184,24 @@ def test_a16w8_projection_runs_in_a_plain_session_as_written() -> None:
     sessions = [ort.InferenceSession(q, so, providers=["CPUExecutionProvider"]) for so in (ort.SessionOptions(), written)]
     plain, as_written = (s.run(None, cal[0])[0] for s in sessions)
     np.testing.assert_array_equal(plain, as_written)
+
+
+def test_a_weight_two_projections_share_is_transposed_once_and_not_kept() -> None:
+    """Two MatMul + bias Add pairs reading one weight (layers sharing parameters) read one
+    transposed copy; the original, read by nothing after, does not stay in the model."""
+    rng = np.random.default_rng(3)
+    n = helper.make_node
+    graph = helper.make_graph(
+        [n("MatMul", ["x", "w"], ["m1"], name="mm1"), n("Add", ["m1", "b"], ["a1"], name="add1"),
+         n("Relu", ["a1"], ["r"], name="relu"), n("MatMul", ["r", "w"], ["m2"], name="mm2"),
+         n("Add", ["m2", "b"], ["y"], name="add2")],
+        "shared", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 8, 16])],
+        [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 8, 16])],
+        [numpy_helper.from_array(rng.standard_normal((16, 16)).astype(np.float32), "w"),
+         numpy_helper.from_array(rng.standard_normal(16).astype(np.float32), "b")])
+    model = make_model(graph, opset=17)
+    cal = [{"x": rng.standard_normal((1, 8, 16)).astype(np.float32)} for _ in range(4)]
+    q = ryzen_nb.quantize(model, None, "A8W8", cal, progress=False).model
+    gemms = [g for g in q.graph.node if g.op_type == "Gemm"]
+    assert len(gemms) == 2 and gemms[0].input[1] == gemms[1].input[1]
+    assert "w" not in {t.name for t in q.graph.initializer}  # the float original
