@@ -82,25 +82,16 @@ def _moves_on_codes(m: onnx.ModelProto) -> None:
             return None
         return positions
 
-    nodes: list[onnx.NodeProto] = []
-    replaced: set[int] = set()  # positions of the QuantizeLinears whose codes the moved operator writes
-    for position, n in enumerate(m.graph.node):
-        if position in replaced:
-            continue
-        positions = quantizers(n)
-        if positions is None:
-            nodes.append(n)
-            continue
+    def on_codes(n: onnx.NodeProto, positions: list[int]) -> list[onnx.NodeProto]:
         moved = onnx.NodeProto()
         moved.CopyFrom(n)
         for j, name in enumerate(_moved_values(n) or []):  # the values come first
             moved.input[j] = producers[name].input[0]
-        for j, q in enumerate(positions):
+        for j, q in enumerate(positions):  # the moved operator writes the QuantizeLinears' codes
             moved.output[j] = m.graph.node[q].output[0]
-        nodes.append(moved)
-        replaced.update(positions)
-    del m.graph.node[:]
-    m.graph.node.extend(nodes)
+        return [moved]
+
+    _replace_with_quantizers(m, quantizers, on_codes)
 
 
 def _gathers_on_codes(m: onnx.ModelProto) -> None:
@@ -156,7 +147,7 @@ def _max_pools_in_float(m: onnx.ModelProto) -> None:
     taken |= set(inits) | {i.name for i in m.graph.input} | graph_outputs
     b = GraphBuilder(prefix="npu_maxpool", reserved=taken)
 
-    def on_codes(n: onnx.NodeProto) -> int | None:
+    def on_codes(n: onnx.NodeProto) -> list[int] | None:
         """The position of the QuantizeLinear that reads the MaxPool ``n`` of dequantized codes."""
         if n.op_type != "MaxPool" or len(n.output) != 1 or n.output[0] in graph_outputs:
             return None
@@ -168,18 +159,10 @@ def _max_pools_in_float(m: onnx.ModelProto) -> None:
         quantization = _one_quantization(dq, inits)
         if q.op_type != "QuantizeLinear" or quantization is None or _one_quantization(q, inits) != quantization:
             return None
-        return after[0]
+        return [after[0]]
 
-    nodes: list[onnx.NodeProto] = []
-    replaced: set[int] = set()  # positions of the QuantizeLinears now written by a Cast
-    for position, n in enumerate(m.graph.node):
-        if position in replaced:
-            continue
-        q_position = on_codes(n)
-        if q_position is None:
-            nodes.append(n)
-            continue
-        q = m.graph.node[q_position]
+    def in_float(n: onnx.NodeProto, positions: list[int]) -> list[onnx.NodeProto]:
+        q = m.graph.node[positions[0]]  # now written by a Cast
         dq = producers[n.input[0]]
         pool = onnx.NodeProto()
         pool.CopyFrom(n)
@@ -188,12 +171,30 @@ def _max_pools_in_float(m: onnx.ModelProto) -> None:
         pool.input.append(b.fresh("float_codes"))
         pool.output.append(b.fresh("float_max"))
         pool.name = b.fresh("MaxPool")
-        nodes += [helper.make_node("Cast", [dq.input[0]], [pool.input[0]], name=b.fresh("to_float"),
-                                   to=onnx.TensorProto.FLOAT),
-                  pool,
-                  helper.make_node("Cast", [pool.output[0]], [q.output[0]], name=b.fresh("to_codes"),
-                                   to=inits[q.input[2]].data_type)]
-        replaced.add(q_position)
+        return [helper.make_node("Cast", [dq.input[0]], [pool.input[0]], name=b.fresh("to_float"),
+                                 to=onnx.TensorProto.FLOAT),
+                pool,
+                helper.make_node("Cast", [pool.output[0]], [q.output[0]], name=b.fresh("to_codes"),
+                                 to=inits[q.input[2]].data_type)]
+
+    _replace_with_quantizers(m, on_codes, in_float)
+
+
+def _replace_with_quantizers(m: onnx.ModelProto, match: Callable[[onnx.NodeProto], list[int] | None],
+                             rewrite: Callable[[onnx.NodeProto, list[int]], list[onnx.NodeProto]]) -> None:
+    """Each node that ``match`` accepts, with the QuantizeLinears at the positions it returns (they
+    read the node's outputs), becomes the nodes ``rewrite`` gives in place of all of them."""
+    nodes: list[onnx.NodeProto] = []
+    replaced: set[int] = set()
+    for position, n in enumerate(m.graph.node):
+        if position in replaced:
+            continue
+        positions = match(n)
+        if positions is None:
+            nodes.append(n)
+            continue
+        nodes += rewrite(n, positions)
+        replaced.update(positions)
     del m.graph.node[:]
     m.graph.node.extend(nodes)
 
