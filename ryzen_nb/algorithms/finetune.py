@@ -84,10 +84,6 @@ class _Adam:
             params[k] -= self.lr * (m / (1 - b1**self.t)) / (np.sqrt(v / (1 - b2**self.t)) + eps)
 
 
-def _channel_axis(t: Target) -> int:
-    return 1 if t.layer.op in ("Conv", "ConvTranspose") else -1
-
-
 def _reconstruction(y: np.ndarray, target: np.ndarray, axis: int) -> tuple[float, np.ndarray]:
     """Squared error summed over channels, averaged over the rest (AdaRound's loss) and its gradient."""
     diff = y - target
@@ -164,10 +160,9 @@ class _Objective:
         del data
         self.target = t.activation(y_f) if t.activation else y_f
         self.t, self.o, self.rng = t, o, rng
-        self.axis = _channel_axis(t)
         self.iterations = 0  #: run so far (early stop may end before NumIterations)
 
-    def batch(self) -> tuple[Any, np.ndarray]:
+    def batch(self) -> tuple[Any, _Target]:
         """A random batch: (prepared input, target)."""
         o = self.o
         count = o.batch_size * o.num_batches
@@ -178,21 +173,33 @@ class _Objective:
         x = self.x_q[idx]
         if self.x_f is not None:  # QDrop: a share of the elements from the float network
             x = np.where(self.rng.random(x.shape) < o.drop_ratio, x, self.x_f[idx])
-        return self.t.layer.prepare(x), self.target[idx]
+        return self.t.layer.prepare(x), self._target(self.target[idx])
 
-    def loss(self, prep: Any, w_q: np.ndarray, b_q: np.ndarray | None, target: np.ndarray) -> tuple[float, np.ndarray]:
-        """Reconstruction loss and its gradient with respect to the layer's output before the activation."""
-        act = self.t.activation
-        pre = self.t.layer.forward(prep, w_q, b_q, target.shape)
-        loss, dy = _reconstruction(act(pre) if act else pre, target, self.axis)
+    def _target(self, y: np.ndarray) -> _Target:
+        return _Target(self.t.layer.output_layout(y), y.shape)
+
+    def loss(self, prep: Any, w_q: np.ndarray, b_q: np.ndarray | None, target: _Target) -> tuple[float, np.ndarray]:
+        """Reconstruction loss and its gradient with respect to the layer's output before the activation
+        (both in the layer's output layout)."""
+        act, layer = self.t.activation, self.t.layer
+        pre = layer.forward(prep, w_q, b_q, target.shape)
+        loss, dy = _reconstruction(act(pre) if act else pre, target.values, layer.channel_axis)
         return loss, (dy * act.passes(pre) if act else dy)
 
     def loss_over_all(self, w_q: np.ndarray, b_q: np.ndarray | None) -> float:
         total = 0.0
         for i in range(0, len(self.x_q), _CHUNK):
             y = self.target[i : i + _CHUNK]
-            total += self.loss(self.t.layer.prepare(self.x_q[i : i + _CHUNK]), w_q, b_q, y)[0] * len(y)
+            total += self.loss(self.t.layer.prepare(self.x_q[i : i + _CHUNK]), w_q, b_q, self._target(y))[0] * len(y)
         return total / len(self.x_q)
+
+
+@dataclass
+class _Target:
+    """A batch's target in the layer's output layout, and its shape as the model holds it."""
+
+    values: np.ndarray
+    shape: tuple[int, ...]
 
 
 def _tune_layer(rig: LayerRig, t: Target, o: FineTuneOptions, rng: np.random.Generator) -> dict[str, Any]:
