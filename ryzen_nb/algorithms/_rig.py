@@ -4,7 +4,9 @@ weight quantizers, and two onnxruntime sessions to read activations from.
 * the float model (the prepared model as calibrated) gives each layer's float input and output;
 * the quantized model gives each layer's input as the quantized network delivers it. Its target
   weights and biases are graph *inputs*, fed with their current fake-quantized values, so one
-  session serves while the algorithm changes them layer after layer.
+  session serves while the algorithm changes them layer after layer. The layers are visited in
+  graph order, so it runs segment by segment (:class:`~ryzen_nb.graph.segments.SegmentedRunner`):
+  each layer's data costs the nodes since the last layer, not the whole network.
 
 Memory: the quantized network's activations are read layer by layer — at most ``samples x
 (input + output)`` of one layer are held. The float network does not change, so its outputs at
@@ -14,6 +16,7 @@ where the passes cost most), else layer by layer too.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,10 +30,13 @@ from ryzen_nb.calibration.methods import constant_code_range
 from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.batching import SampleRunner
 from ryzen_nb.graph.prepare import prune_unused
+from ryzen_nb.graph.segments import NotSegmentable, SegmentedRunner
 from ryzen_nb.quantization.emit import lowering_args
 from ryzen_nb.quantization.run import QuantizationRun
 
 __all__ = ["Target", "LayerRig", "WeightQuantizer"]
+
+log = logging.getLogger(__name__)
 
 #: the float network's target-layer tensors over all samples are kept when they take at most this
 FLOAT_CACHE_BYTES = 256 * 2**20
@@ -148,6 +154,7 @@ class LayerRig:
                                        _rows_per_item(node, layer, producers, shapes)))
         self._float_runner: SampleRunner | None = None
         self._quant_runner: SampleRunner | None = None
+        self._segments: SegmentedRunner | None = None
         self.values = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer
                        if any(t.name in (g.weight, g.bias) for g in self.targets)}
 
@@ -161,11 +168,15 @@ class LayerRig:
     def set_weight(self, t: Target, w: np.ndarray) -> None:
         self.values[t.weight] = np.asarray(w, np.float64)
         self._store(t.weight)
+        if self._segments is not None:
+            self._segments.changed(t.node.name)
 
     def set_bias(self, t: Target, b: np.ndarray) -> None:
         assert t.bias is not None
         self.values[t.bias] = np.asarray(b, np.float64)
         self._store(t.bias)
+        if self._segments is not None:
+            self._segments.changed(t.node.name)
 
     def _store(self, name: str) -> None:
         for init in self.run.prepared.model.graph.initializer:
@@ -204,6 +215,10 @@ class LayerRig:
             self._quant_names = {t.name: (by_name[t.node.name].input[0], by_name[t.node.name].output[0]) for t in self.targets}
             prune_unused(quant)  # the weight chains the feeds replaced are dead now
             self._quant_runner = SampleRunner(quant)
+            try:
+                self._segments = SegmentedRunner(self._quant_runner, [t.node.name for t in self.targets], self.samples)
+            except NotSegmentable as exc:
+                log.debug("the quantized network runs whole for every layer: %s", exc)
         return self._float_runner, self._quant_runner
 
     def _float_values(self) -> dict[str, list[np.ndarray]] | None:
@@ -238,7 +253,14 @@ class LayerRig:
             floats = ({n: cache[n][i] for n in fwant} for i in range(len(self.samples)))
         else:
             floats = fr.run(fwant, self.samples)
-        for q, f in zip(qr.run(want, self.samples, self.feeds()), floats):
+        quantized = None
+        if self._segments is not None:
+            try:
+                quantized = self._segments.run_to(self.targets.index(t), want, self.feeds(), through_stop=quant_output)
+            except NotSegmentable as exc:
+                log.debug("the quantized network runs whole for every layer from %s on: %s", t.name, exc)
+                self._segments = None
+        for q, f in zip(quantized if quantized is not None else qr.run(want, self.samples, self.feeds()), floats):
             item = {"x_q": q[xq_name], "y_f": f[t.node.output[0]]}
             if float_input:
                 item["x_f"] = f[t.node.input[0]]

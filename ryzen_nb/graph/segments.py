@@ -1,0 +1,171 @@
+"""Run a model up to one node after another without running the part before it again.
+
+Layer-wise algorithms (fine-tuning, bias correction) visit a network's layers in graph order and,
+at each, read the layer's input as the quantized network computes it, with the layers before it
+already changed. Running the whole model for every layer costs layers x model; yet what a layer
+sees depends only on the nodes before it, and those were final when the previous layer was read.
+:class:`SegmentedRunner` cuts the graph just before each *stop* node, keeps the tensors live at
+the last cut (per chunk of samples), and runs only the nodes between that cut and the next one:
+about one pass of the model for the whole visit, plus one small session per segment. A CNN of 21
+layers fine-tuned on 64 samples spent 1.3 of its 3.4 s running the quantized network; segments
+take that to about a tenth.
+
+The values agree with whole-model runs (same kernels, same inputs), except where onnxruntime would
+fuse two operators across a cut differently. Graphs it cannot cut — nodes out of topological order,
+control flow (its subgraphs read outer values), stops out of order — raise :class:`NotSegmentable`,
+and so does a live set larger than the memory budget; callers then run the whole model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ryzen_nb.graph.batching import SampleRunner
+from ryzen_nb.graph.prepare import ort_session
+
+__all__ = ["NotSegmentable", "SegmentedRunner"]
+
+#: the tensors live at a cut, over all samples, are kept when they take at most this
+LIVE_BUDGET_BYTES = 256 * 2**20
+
+_CONTROL_FLOW = {"If", "Loop", "Scan"}
+
+
+class NotSegmentable(RuntimeError):
+    """The model cannot be run segment by segment (the message says why); run it whole."""
+
+
+class SegmentedRunner:
+    """``run_to(k, names, extra)`` returns, per sample, the requested tensors of the model run up to
+    its ``k``-th stop node (its inputs and anything read at or after it; the stop's own outputs too
+    with ``through_stop=True``), resuming from the last cut when ``k`` is at or after it.
+
+    ``runner`` is the whole model's :class:`SampleRunner` (it decides whether samples run batched);
+    ``extra`` feeds graph inputs shared by every sample (weights fed as inputs). Call
+    :meth:`changed` when what a node reads changes (a weight fed anew): a cut after it is stale.
+    """
+
+    def __init__(self, runner: SampleRunner, stops: Sequence[str], samples: Sequence[Mapping[str, np.ndarray]],
+                 budget_bytes: int = LIVE_BUDGET_BYTES) -> None:
+        self.runner, self.samples, self.budget = runner, list(samples), budget_bytes
+        self.model = runner.model
+        self.nodes = list(self.model.graph.node)
+        self.position = {_name(n): i for i, n in enumerate(self.nodes)}
+        missing = [s for s in stops if s not in self.position]
+        if missing:
+            raise NotSegmentable(f"stop node(s) {missing[:3]} not in the model")
+        self.stops = [self.position[s] for s in stops]
+        if any(b <= a for a, b in zip(self.stops, self.stops[1:])):
+            raise NotSegmentable("the stop nodes are not in graph order")
+        if any(n.op_type in _CONTROL_FLOW for n in self.nodes[: self.stops[-1] + 1]):
+            raise NotSegmentable("control flow before the last stop (its subgraphs read outer values)")
+        self.graph_inputs = {vi.name: vi for vi in self.model.graph.input}
+        self.initializers = {t.name: t for t in self.model.graph.initializer}
+        self.produced_at: dict[str, int] = {}
+        self.last_use: dict[str, int] = {}
+        for i, node in enumerate(self.nodes):
+            for name in filter(None, node.input):
+                if name not in self.produced_at and name not in self.graph_inputs and name not in self.initializers:
+                    raise NotSegmentable(f"node {_name(node)!r} reads {name!r} before it is produced")
+                self.last_use[name] = i
+            for name in filter(None, node.output):
+                self.produced_at[name] = i
+        #: (start, stop, through_stop, extra outputs) -> (session, its inputs, its outputs)
+        self._segments: dict[tuple[int, int, bool, tuple[str, ...]], tuple[Any, list[str], list[str]]] = {}
+        self.cut = 0  #: index of the first node not run: the cached values are those live there
+        self.cache: list[dict[str, np.ndarray]] | None = None  #: per chunk of samples
+
+    def changed(self, node: str) -> None:
+        """What ``node`` reads changed: forget a cut after it."""
+        if self.position.get(node, -1) < self.cut:
+            self.cut, self.cache = 0, None
+
+    def _live(self, cut: int) -> list[str]:
+        """Tensors produced before node ``cut`` and read at or after it."""
+        return [n for n, at in self.produced_at.items() if at < cut and self.last_use.get(n, -1) >= cut]
+
+    def run_to(self, k: int, names: Sequence[str], extra: Mapping[str, np.ndarray] | None = None,
+               through_stop: bool = False) -> list[dict[str, np.ndarray]]:
+        extra, names, stop = dict(extra or {}), list(names), self.stops[k]
+        if self.cache is None or self.cut > stop:
+            if self.runner.batched_ok is None and len(self.samples) > 1:  # let the whole model's runner decide
+                list(self.runner.run(names[:1], self.samples[:2], extra))
+            self.cut, self.cache = 0, [{} for _ in self._chunks()]
+        chunks, live = self._chunks(), self._live(stop)
+        outputs = tuple(o for o in self.nodes[stop].output if o in names) if through_stop else ()
+        more: list[dict[str, np.ndarray]] = [{} for _ in chunks]
+        if self.cut < stop or outputs:
+            session, inputs, produced = self._segment(self.cut, stop, through_stop, outputs)
+            cache = []
+            for i, (chunk, values) in enumerate(zip(chunks, self.cache)):
+                feed = {**self._data(chunk), **values, **extra}
+                outs = dict(zip(produced, session.run(produced, {n: feed[n] for n in inputs})))
+                cache.append({n: outs[n] if n in outs else values[n] for n in live})
+                more[i] = {n: outs[n] for n in outputs}
+            self.cut, self.cache = stop, cache
+            self._segments = {key: s for key, s in self._segments.items() if key[0] >= stop}  # never again in order
+            if sum(v.nbytes for values in cache for v in values.values()) > self.budget:
+                self.cut, self.cache = 0, None
+                raise NotSegmentable("the tensors live at this layer exceed the memory budget")
+        result = []
+        for chunk, values, extras in zip(chunks, self.cache, more):
+            data = self._data(chunk)
+            merged = {n: extras[n] if n in extras else values[n] if n in values else data[n] for n in names}
+            if len(chunk) == 1:
+                result.append(merged)
+                continue
+            if any(v.ndim == 0 or v.shape[0] != len(chunk) for v in merged.values()):
+                raise NotSegmentable("a requested tensor does not keep the batch first")
+            result.extend({n: v[j : j + 1] for n, v in merged.items()} for j in range(len(chunk)))
+        return result
+
+    def _chunks(self) -> list[list[Mapping[str, np.ndarray]]]:
+        size = self.runner.chunk if self.runner.batched_ok else 1
+        return [self.samples[i : i + size] for i in range(0, len(self.samples), size)]
+
+    @staticmethod
+    def _data(chunk: list[Mapping[str, np.ndarray]]) -> dict[str, np.ndarray]:
+        if len(chunk) == 1:
+            return dict(chunk[0])
+        return {n: np.concatenate([np.asarray(s[n]) for s in chunk]) for n in chunk[0]}
+
+    def _segment(self, start: int, stop: int, through_stop: bool,
+                 outputs: tuple[str, ...]) -> tuple[Any, list[str], list[str]]:
+        """The session running nodes ``start`` to ``stop`` (the stop itself with ``through_stop``),
+        its inputs (live values, graph inputs) and outputs (the values live at ``stop`` it makes)."""
+        key = (start, stop, through_stop, outputs)
+        if key not in self._segments:
+            nodes = self.nodes[start : stop + 1 if through_stop else stop]
+            made = [n for n in self._live(stop) if self.produced_at[n] >= start] + list(outputs)
+            reads = list(dict.fromkeys(n for node in nodes for n in node.input if n))
+            inputs = [n for n in reads if n in self.graph_inputs or (n in self.produced_at and self.produced_at[n] < start)]
+            assert self.cache is not None
+            declared = []
+            for name in inputs:
+                if name in self.graph_inputs:
+                    vi = onnx.ValueInfoProto()
+                    vi.CopyFrom(self.graph_inputs[name])
+                    dims = vi.type.tensor_type.shape.dim
+                    if self.runner.batched_ok and dims:  # chunks of samples: a free first dimension
+                        dims[0].Clear()
+                        dims[0].dim_param = "batch"
+                else:  # a live value: its type from the value cached
+                    vi = helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(self.cache[0][name].dtype), None)
+                declared.append(vi)
+            graph = helper.make_graph(nodes, f"segment_{start}_{stop}", declared,
+                                      [onnx.ValueInfoProto(name=n) for n in made],
+                                      [self.initializers[n] for n in reads if n in self.initializers])
+            model = helper.make_model(graph, opset_imports=list(self.model.opset_import))
+            model.ir_version = self.model.ir_version
+            model.functions.extend(self.model.functions)
+            self._segments[key] = (ort_session(model, log_severity_level=4), inputs, made)
+        return self._segments[key]
+
+
+def _name(node: onnx.NodeProto) -> str:
+    return node.name or node.output[0]
