@@ -8,8 +8,10 @@ weight quantizers, and two onnxruntime sessions to read activations from.
   graph order, so it runs segment by segment (:class:`~ryzen_nb.graph.segments.SegmentedRunner`):
   each layer's data costs the nodes since the last layer, not the whole network.
 
-Memory: the quantized network's activations are read layer by layer — at most ``samples x
-(input + output)`` of one layer are held. The float network does not change, so its outputs at
+Memory: the quantized network's activations are read layer by layer — ``samples x (input +
+output)`` of one layer, plus the values live at the last cut (at most
+:data:`~ryzen_nb.graph.segments.LIVE_BUDGET_BYTES`; past it the network runs whole for each layer,
+as before). The float network does not change, so its outputs at
 every target layer are read in one pass when they fit in :data:`FLOAT_CACHE_BYTES` (small models,
 where the passes cost most), else layer by layer too.
 """
