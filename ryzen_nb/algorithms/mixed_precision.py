@@ -33,6 +33,7 @@ import numpy as np
 from ryzen_nb import formats as formats_
 from ryzen_nb.errors import ConfigError, closest_first
 from ryzen_nb.executor import Executor, SerialExecutor, get_executor
+from ryzen_nb.graph.batching import SampleRunner
 from ryzen_nb.graph.prepare import ort_session
 from ryzen_nb.metrics import cosine, l2, sqnr
 from ryzen_nb.quantization.options import MixedPrecisionOptions
@@ -323,11 +324,17 @@ class _Evaluator:
         session = ort_session(run.prepared.model)
         self.reference = [session.run(None, s) for s in self.samples]
         self.ref_top1 = float(o.evaluate_function(self.reference)) if o.evaluate_function else None
+        #: whether the quantized models take several samples per call: every assignment quantizes the
+        #: same graph, so the first evaluation finds out for all
+        self.batched: bool | None = None
 
     def __call__(self, formats: dict[str, str], dual: dict[str, Any] | None = None) -> dict[str, float]:
         plan = self.run.make_plan(tensor_formats=formats, dual=dual or {})
-        session = ort_session(self.run.emit(plan))
-        outputs = [session.run(None, s) for s in self.samples]
+        model = self.run.emit(plan)
+        runner = SampleRunner(model, batched=self.batched)
+        names = [o.name for o in model.graph.output]
+        outputs = [[item[n] for n in names] for item in runner.run(names, self.samples)]
+        self.batched = runner.batched_ok
         i = self.o.output_index
         pairs = [(r[i], q[i]) for r, q in zip(self.reference, outputs)]
         metrics = {"l2": float(np.mean([l2(a, b) for a, b in pairs])),

@@ -117,7 +117,9 @@ class NumericFormat(ABC):
 
     @property
     @abstractmethod
-    def info(self) -> FormatInfo: ...
+    def info(self) -> FormatInfo:
+        """What the format is (name, family, bits, scale kind...). Subclasses cache it
+        (``functools.cached_property``): a format is immutable."""
 
     @property
     def name(self) -> str:

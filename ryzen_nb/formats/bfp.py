@@ -21,6 +21,7 @@ zero, and a block holding Inf or NaN becomes all NaN (shared exponent 0xFF).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -62,8 +63,8 @@ class BFPFormat(BlockFormat):
         if self.variant not in _BFP_VARIANTS:
             raise FormatError(f"BFP16 variant must be one of {_BFP_VARIANTS}; got {self.variant!r}.")
 
-    @property
-    def info(self) -> FormatInfo:
+    @functools.cached_property
+    def info(self) -> FormatInfo:  # built once: read thousands of times per quantization
         return FormatInfo(
             name="BFP16",
             family="bfp",
@@ -168,8 +169,8 @@ class MicroexponentFormat(BlockFormat):
 
     max_axes = (3,)  # the fast body starts from the pairs' maxima
 
-    @property
-    def info(self) -> FormatInfo:
+    @functools.cached_property
+    def info(self) -> FormatInfo:  # built once: read thousands of times per quantization
         element_bits = 1 + self.mantissa_bits
         bits = element_bits + self.shift_bits / self.sub_block_size + 8 / self.block_size
         return FormatInfo(

@@ -8,6 +8,7 @@ divides before the cast and multiplies after, as Quark's ExtendedQuantizeLinear 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,8 +34,8 @@ _DESCRIPTIONS = {
 class FloatFormat(NumericFormat):
     element: FloatElement
 
-    @property
-    def info(self) -> FormatInfo:
+    @functools.cached_property
+    def info(self) -> FormatInfo:  # built once: read thousands of times per quantization
         e = self.element
         return FormatInfo(
             name=e.name,

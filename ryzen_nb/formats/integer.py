@@ -10,6 +10,7 @@ NaN quantizes to the lowest code, as onnxruntime's QuantizeLinear does.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -73,8 +74,8 @@ class IntegerFormat(NumericFormat):
         """Can a QuantizeLinear/DequantizeLinear pair express this format exactly?"""
         return self.bits <= 16
 
-    @property
-    def info(self) -> FormatInfo:
+    @functools.cached_property
+    def info(self) -> FormatInfo:  # built once: read thousands of times per quantization
         name = f"{'' if self.signed else 'u'}int{self.bits}"
         return FormatInfo(
             name=name,

@@ -11,6 +11,7 @@ microxcaling uses a symmetric ±127 instead).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,8 +41,8 @@ class MXFormat(BlockFormat):
     element: FloatElement | IntElement = E4M3
     block_size: int = 32
 
-    @property
-    def info(self) -> FormatInfo:
+    @functools.cached_property
+    def info(self) -> FormatInfo:  # built once: read thousands of times per quantization
         e = self.element
         return FormatInfo(
             name=self.label,

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 import onnx
+from onnx import numpy_helper
 
 from ryzen_nb.graph.prepare import ort_session
 
@@ -33,13 +34,15 @@ class SampleRunner:
     Intermediate tensors can be requested if they are graph outputs of ``model``.
     """
 
-    def __init__(self, model: onnx.ModelProto, chunk: int = DEFAULT_CHUNK) -> None:
+    def __init__(self, model: onnx.ModelProto, chunk: int = DEFAULT_CHUNK, batched: bool | None = None) -> None:
+        """``batched``: whether batched calls work, when an earlier runner found it out for a model
+        of the same graph (another quantization of it): no check run then."""
         self.model = model
         self.chunk = chunk
         self._single: Any = None
         self._batched: Any = None
         #: None: not tried yet; True/False: batched calls work / do not for this model
-        self.batched_ok: bool | None = None if chunk > 1 else False
+        self.batched_ok: bool | None = (None if batched is None else bool(batched)) if chunk > 1 else False
         self._data_inputs: list[str] = []
 
     @property
@@ -58,6 +61,9 @@ class SampleRunner:
         while i < len(samples):
             part = samples[i : i + self.chunk]
             if self.batched_ok and len(part) > 1:
+                if self._batched is None:  # known to work (``batched=True``): no check run
+                    self._data_inputs = list(samples[0])
+                    self._batched = ort_session(_free_batch(self.model, self._data_inputs), log_severity_level=4)
                 outs = self._batched_run(names, part, extra)
                 for j in range(len(part)):
                     yield {n: v[j : j + 1] for n, v in outs.items()}
@@ -116,7 +122,10 @@ def _batchable(model: onnx.ModelProto, names: list[str]) -> bool:
 
 def _free_batch(model: onnx.ModelProto, inputs: list[str]) -> onnx.ModelProto:
     """A copy whose data inputs and outputs have a free first dimension and no stored inner
-    shapes (they hold batch 1); onnxruntime infers them again."""
+    shapes (they hold batch 1); onnxruntime infers them again. A constant Reshape target that
+    starts with 1 (``[1, 32, 4, 32]``: BERT exports pin their batch so) starts with -1 instead,
+    which is the same shape for one sample and takes the batch for several; the check run
+    against single samples tells whether the graph really batches."""
     m = onnx.ModelProto()
     m.CopyFrom(model)
     for vi in [vi for vi in m.graph.input if vi.name in inputs] + list(m.graph.output):
@@ -125,6 +134,17 @@ def _free_batch(model: onnx.ModelProto, inputs: list[str]) -> onnx.ModelProto:
             dims[0].Clear()
             dims[0].dim_param = "batch"
     del m.graph.value_info[:]
+    readers: dict[str, list[tuple[onnx.NodeProto, int]]] = {}
+    for node in m.graph.node:
+        for k, name in enumerate(node.input):
+            readers.setdefault(name, []).append((node, k))
+    for init in m.graph.initializer:
+        uses = readers.get(init.name, [])
+        if not uses or any(node.op_type != "Reshape" or k != 1 for node, k in uses):
+            continue
+        shape = numpy_helper.to_array(init)
+        if shape.ndim == 1 and shape.size > 1 and shape[0] == 1 and -1 not in shape:
+            init.CopyFrom(numpy_helper.from_array(np.concatenate([[-1], shape[1:]]).astype(shape.dtype), init.name))
     return m
 
 

@@ -15,6 +15,7 @@ import ryzen_nb
 from ryzen_nb import get_default_config
 from ryzen_nb.algorithms.layers import Layer
 from ryzen_nb.graph.batching import SampleRunner
+from ryzen_nb.graph.prepare import ort_session
 from ryzen_nb.graph.segments import NotSegmentable, SegmentedRunner
 from ryzen_nb.testing import random_images, resnet_cnn
 
@@ -65,23 +66,42 @@ def test_each_layer_reads_what_the_whole_model_computes(cnn) -> None:
                  _whole(model, [convs[1].input[0], convs[1].output[0]], IMAGES))
 
 
-def test_samples_one_by_one_when_the_graph_pins_the_batch() -> None:
-    """x -> MatMul -> Relu -> Reshape to [1, 6] (batch pinned) -> MatMul -> MatMul."""
+def _reshaping_model(shape: list[int]) -> onnx.ModelProto:
+    """x [1, 4] -> MatMul -> Relu -> Reshape to ``shape`` -> MatMul -> MatMul -> y [1, 3]."""
     rng = np.random.default_rng(0)
     w = [rng.standard_normal(s).astype(np.float32) for s in ((4, 6), (6, 5), (5, 3))]
     nodes = [helper.make_node("MatMul", ["x", "w0"], ["a"], name="m0"), helper.make_node("Relu", ["a"], ["r"]),
              helper.make_node("Reshape", ["r", "shape"], ["rs"]), helper.make_node("MatMul", ["rs", "w1"], ["b"], name="m1"),
              helper.make_node("MatMul", ["b", "w2"], ["y"], name="m2")]
     inits = [numpy_helper.from_array(v, f"w{i}") for i, v in enumerate(w)]
-    inits.append(numpy_helper.from_array(np.array([1, 6], np.int64), "shape"))
+    inits.append(numpy_helper.from_array(np.array(shape, np.int64), "shape"))
     graph = helper.make_graph(nodes, "pinned", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4])],
                               [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 3])], inits)
-    model = _with_outputs(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), ["rs", "b"])
-    samples = [{"x": rng.standard_normal((1, 4)).astype(np.float32)} for _ in range(5)]
+    return _with_outputs(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), ["rs", "b"])
+
+
+SAMPLES = [{"x": x} for x in np.random.default_rng(1).standard_normal((5, 1, 4)).astype(np.float32)]
+
+
+def test_a_reshape_to_batch_one_takes_the_batch() -> None:
+    """BERT exports reshape to [1, tokens, heads, size]; as [-1, ...] the samples still batch."""
+    model = _reshaping_model([1, 6])
+    runner = SampleRunner(model)
+    got = list(runner.run(["rs", "y"], SAMPLES))
+    assert runner.batched_ok is True
+    single = ort_session(model)
+    for item, sample in zip(got, SAMPLES):
+        for name, value in zip(["rs", "y"], single.run(["rs", "y"], sample)):
+            np.testing.assert_allclose(item[name], value, rtol=1e-6)
+
+
+def test_samples_one_by_one_when_the_graph_pins_the_batch() -> None:
+    """A Reshape to [1, -1] puts every sample of a batch in one row: one call per sample."""
+    model, samples = _reshaping_model([1, -1]), SAMPLES
     runner = SampleRunner(model)
     segmented = SegmentedRunner(runner, ["m1", "m2"], samples)
     _assert_same(segmented.run_to(0, ["rs"]), _whole(model, ["rs"], samples))
-    assert runner.batched_ok is False  # the Reshape to [1, 6] fails with 2 samples: one call per sample
+    assert runner.batched_ok is False  # the Reshape to [1, -1] fails with 2 samples: one call per sample
     _assert_same(segmented.run_to(1, ["b", "y"], through_stop=True), _whole(model, ["b", "y"], samples))
 
 
