@@ -4,9 +4,10 @@ graph allows it.
 Models exported for the NPU have a fixed batch of 1, and calibration data arrives one sample per
 feed. The algorithms (fine-tuning, bias correction, sensitivity analysis) run such models thousands
 of times, and on small models most of each call is overhead. :class:`SampleRunner` tries a copy of
-the model whose batch dimension is free; if the graph pins it (a ``Reshape`` to ``[1, ...]``, as
-BERT exports have), or a check run disagrees with the one-sample model, it falls back to one call
-per sample. The results are the same either way, per sample.
+the model whose batch dimension is free (a constant ``Reshape`` to ``[1, ...]``, as BERT exports
+have, reshapes to ``[-1, ...]`` there); if the graph still pins it (a ``Reshape`` to ``[1, -1]``), or
+a check run disagrees with the one-sample model, it falls back to one call per sample. The results
+are the same either way, per sample.
 """
 
 from __future__ import annotations
