@@ -305,8 +305,12 @@ def _greedy(run: QuantizationRun, layout: _Layout, candidates: list[int], rows: 
     for k in tqdm(ranked, desc="mixed precision", unit="layer", disable=not run.progress, leave=False):
         if o.num_target and len(chosen) >= o.num_target:
             break
-        f, d = layout.assignment(chosen + [k])
-        m = evaluator({**extra, **f}, d)
+        measured = {m[len("sensitivity_"):]: v for m, v in rows[k].items() if m.startswith("sensitivity_")}
+        if not chosen and measured:  # the first step switches the unit alone: the analysis measured that
+            m = measured
+        else:
+            f, d = layout.assignment(chosen + [k])
+            m = evaluator({**extra, **f}, d)
         if (o.l2_target is not None and m["l2"] > o.l2_target) or \
                 (o.top1_target is not None and m["top1_drop"] > o.top1_target):
             break  # the least sensitive unit left already breaks the target
