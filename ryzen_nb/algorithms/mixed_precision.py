@@ -271,6 +271,7 @@ def _shippable(evaluator: _Evaluator, layout: _Layout, extra: dict[str, str], ex
     o = layout.o.replace(executor=None)
     light = copy.copy(evaluator)
     light.o = o
+    light.codes = {}  # each worker fills its own: not worth sending
     light.run = copy.copy(evaluator.run)
     light.run.reader = None
     light.run.config = None  # the user's config: its AutoMixprecision dict holds the executor too
@@ -331,10 +332,12 @@ class _Evaluator:
         #: whether the quantized models take several samples per call: every assignment quantizes the
         #: same graph, so the first evaluation finds out for all
         self.batched: bool | None = None
+        #: the weights' integer codes per format and scale: most assignments change few of them
+        self.codes: dict[Any, np.ndarray] = {}
 
     def __call__(self, formats: dict[str, str], dual: dict[str, Any] | None = None) -> dict[str, float]:
         plan = self.run.make_plan(tensor_formats=formats, dual=dual or {})
-        model = self.run.emit(plan)
+        model = self.run.emit(plan, codes_cache=self.codes)
         runner = SampleRunner(model, batched=self.batched)
         names = [o.name for o in model.graph.output]
         outputs = [[item[n] for n in names] for item in runner.run(names, self.samples)]

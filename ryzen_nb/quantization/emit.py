@@ -29,7 +29,11 @@ from ryzen_nb.quantization.settings import Settings
 __all__ = ["emit", "lowering_args", "metadata_for"]
 
 
-def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: dict[str, str]) -> onnx.ModelProto:
+def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: dict[str, str],
+         codes_cache: dict[Any, np.ndarray] | None = None) -> onnx.ModelProto:
+    """The quantized model of ``model`` under ``plan``. ``codes_cache`` keeps the integer codes of
+    constants between calls that quantize the same weights again and again with few changes (the
+    mixed-precision search: dozens of assignments); valid while ``model``'s weights stay as they are."""
     graph = model.graph
     out = onnx.ModelProto()
     out.CopyFrom(model)
@@ -94,7 +98,7 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
             values = plan.constant_values.get(name)
             if values is None:
                 values = numpy_helper.to_array(inits[name])
-            stored, chain_out = _store_constant(b, name, values, t, fmt, settings)
+            stored, chain_out = _store_constant(b, name, values, t, fmt, settings, codes_cache)
             new_inits.extend(stored)
             head.extend(b.nodes[start:])
             for c in consumers.get(name, []):
@@ -256,14 +260,21 @@ def constant_codes(codes: np.ndarray, t: TensorPlan, fmt: IntegerFormat) -> np.n
     return np.clip(wide, lo, hi).astype(fmt.storage_dtype)
 
 
-def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPlan, fmt, settings: Settings):
+def _store_constant(b: GraphBuilder, name: str, values: np.ndarray, t: TensorPlan, fmt, settings: Settings,
+                    codes_cache: dict[Any, np.ndarray] | None = None):
     """Initializers holding a constant in its format, and the nodes that turn it back into float."""
     if isinstance(fmt, IntegerFormat) and t.params is not None:
         kw = {"scale": t.params.scale, "zero_point": t.params.zero_point, "rounding": t.settings.rounding}
         if np.ndim(t.params.scale):
             kw["axis"] = t.axis
-        q = fmt.quantize(values, **kw)
-        codes = numpy_helper.from_array(constant_codes(q.codes, t, fmt), b.unique(f"{name}_quantized"))
+        key = (name, fmt, np.asarray(t.params.scale).tobytes(), np.asarray(t.params.zero_point).tobytes(),
+               kw.get("axis"), t.settings.rounding, t.settings.symmetric)
+        stored = codes_cache.get(key) if codes_cache is not None else None
+        if stored is None:
+            stored = constant_codes(fmt.quantize(values, **kw).codes, t, fmt)
+            if codes_cache is not None:
+                codes_cache[key] = stored
+        codes = numpy_helper.from_array(stored, b.unique(f"{name}_quantized"))
         scale = numpy_helper.from_array(np.asarray(t.params.scale, np.float32), b.unique(f"{name}_scale"))
         zp = numpy_helper.from_array(np.asarray(t.params.zero_point).astype(fmt.storage_dtype),
                                      b.unique(f"{name}_zero_point"))

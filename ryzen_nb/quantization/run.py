@@ -315,9 +315,11 @@ class QuantizationRun:
         self.reader.rewind()
         return feeds
 
-    def emit(self, plan: Any = None, metadata: dict[str, str] | None = None) -> onnx.ModelProto:
-        """The quantized model for the current weights (constants as initializers; not yet checked)."""
-        model = emit(self.prepared.model, plan or self.plan, self.settings, metadata or {})
+    def emit(self, plan: Any = None, metadata: dict[str, str] | None = None,
+             codes_cache: dict[Any, Any] | None = None) -> onnx.ModelProto:
+        """The quantized model for the current weights (constants as initializers; not yet checked).
+        ``codes_cache``: see :func:`ryzen_nb.quantization.emit.emit`."""
+        model = emit(self.prepared.model, plan or self.plan, self.settings, metadata or {}, codes_cache)
         constants_to_initializers(model)
         return model
 
