@@ -12,8 +12,10 @@ take that to about a tenth.
 
 The values agree with whole-model runs (same kernels, same inputs), except where onnxruntime would
 fuse two operators across a cut differently. Graphs it cannot cut — nodes out of topological order,
-control flow (its subgraphs read outer values), stops out of order — raise :class:`NotSegmentable`,
-and so does a live set larger than the memory budget; callers then run the whole model.
+control flow (its subgraphs read outer values), stops out of order — raise :class:`NotSegmentable`;
+callers then run the whole model. Values live at a cut are kept up to :data:`LIVE_BUDGET_BYTES`
+over all samples; a cut with more (a ResNet50's first stage at 224x224 on 64 samples) is not kept,
+and the next layer runs from the start, as the whole model would.
 """
 
 from __future__ import annotations
@@ -98,24 +100,28 @@ class SegmentedRunner:
             self.cut, self.cache = 0, [{} for _ in self._chunks()]
         chunks, live = self._chunks(), self._live(stop)
         outputs = tuple(o for o in self.nodes[stop].output if o in names) if through_stop else ()
-        more: list[dict[str, np.ndarray]] = [{} for _ in chunks]
-        if self.cut < stop or outputs:
+        if self.cut == stop and not outputs:  # read at the cut itself
+            got = [dict(values) for values in self.cache]
+        else:
             session, inputs, produced = self._segment(self.cut, stop, through_stop, outputs)
-            cache = []
-            for i, (chunk, values) in enumerate(zip(chunks, self.cache)):
+            cache: list[dict[str, np.ndarray]] | None = []
+            kept, got = 0, []
+            for chunk, values in zip(chunks, self.cache):
                 feed = {**self._data(chunk), **values, **extra}
                 outs = dict(zip(produced, session.run(produced, {n: feed[n] for n in inputs})))
-                cache.append({n: outs[n] if n in outs else values[n] for n in live})
-                more[i] = {n: outs[n] for n in outputs}
-            self.cut, self.cache = stop, cache
+                now = {n: outs[n] if n in outs else values[n] for n in live}
+                got.append({**{n: now[n] for n in names if n in now}, **{n: outs[n] for n in outputs}})
+                if cache is not None:
+                    kept += sum(v.nbytes for v in now.values())
+                    cache = cache + [now] if kept <= self.budget else None
             self._segments = {key: s for key, s in self._segments.items() if key[0] >= stop}  # never again in order
-            if sum(v.nbytes for values in cache for v in values.values()) > self.budget:
-                self.cut, self.cache = 0, None
-                raise NotSegmentable("the tensors live at this layer exceed the memory budget")
+            # values too large to keep: the next layer runs from the start again (deeper layers, with
+            # smaller tensors, are kept again)
+            self.cut, self.cache = (stop, cache) if cache is not None else (0, None)
         result = []
-        for chunk, values, extras in zip(chunks, self.cache, more):
+        for chunk, values in zip(chunks, got):
             data = self._data(chunk)
-            merged = {n: extras[n] if n in extras else values[n] if n in values else data[n] for n in names}
+            merged = {n: values[n] if n in values else data[n] for n in names}
             if len(chunk) == 1:
                 result.append(merged)
                 continue

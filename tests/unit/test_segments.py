@@ -132,9 +132,21 @@ def test_what_cannot_be_segmented_says_so(cnn) -> None:
         SegmentedRunner(SampleRunner(model), [convs[1].name, convs[0].name], IMAGES)
     with pytest.raises(NotSegmentable, match="not in the model"):
         SegmentedRunner(SampleRunner(model), ["no such node"], IMAGES)
-    tight = SegmentedRunner(SampleRunner(model), [c.name for c in convs], IMAGES, budget_bytes=1024)
-    with pytest.raises(NotSegmentable, match="memory budget"):
-        tight.run_to(1, [convs[1].input[0]])
+
+
+
+def test_values_too_large_to_keep_make_the_next_layer_start_over(cnn) -> None:
+    model, convs = cnn
+    sizes = {}
+    full = SegmentedRunner(SampleRunner(model), [c.name for c in convs], IMAGES)
+    for k in range(len(convs)):
+        full.run_to(k, [convs[k].input[0]])
+        sizes[k] = sum(v.nbytes for values in full.cache for v in values.values())
+    budget = sorted(sizes.values())[len(sizes) // 2]  # about half the cuts fit
+    tight = SegmentedRunner(SampleRunner(model), [c.name for c in convs], IMAGES, budget_bytes=budget)
+    for k, conv in enumerate(convs):
+        _assert_same(tight.run_to(k, [conv.input[0]]), _whole(model, [conv.input[0]], IMAGES))
+        assert (tight.cut, tight.cache is None) == ((tight.stops[k], False) if sizes[k] <= budget else (0, True))
 
 
 @pytest.mark.parametrize("algorithm", ["adaround", "adaquant", "bias_correction"])
