@@ -13,7 +13,8 @@ output)`` of one layer, plus the values live at the last cut (at most
 :data:`~ryzen_nb.graph.segments.LIVE_BUDGET_BYTES`; past it the network runs whole for each layer,
 as before). The float network does not change, so its outputs at
 every target layer are read in one pass when they fit in :data:`FLOAT_CACHE_BYTES` (small models,
-where the passes cost most), else layer by layer too.
+where the passes cost most), else layer by layer, segment by segment like the quantized network's
+(its cut's values count against a budget of their own).
 """
 
 from __future__ import annotations
@@ -157,6 +158,7 @@ class LayerRig:
         self._float_runner: SampleRunner | None = None
         self._quant_runner: SampleRunner | None = None
         self._segments: SegmentedRunner | None = None
+        self._float_segments: SegmentedRunner | None = None
         self.values = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in model.graph.initializer
                        if any(t.name in (g.weight, g.bias) for g in self.targets)}
 
@@ -203,6 +205,11 @@ class LayerRig:
             float_model.CopyFrom(self.run.prepared.model)
             _add_outputs(float_model, [n for t in self.targets for n in (t.node.input[0], t.node.output[0])])
             self._float_runner = SampleRunner(float_model)
+            try:  # the float network, when its outputs at every layer are too large to keep in one pass
+                self._float_segments = SegmentedRunner(self._float_runner, [t.node.name for t in self.targets],
+                                                       self.samples)
+            except NotSegmentable as exc:
+                log.debug("the float network runs whole for every layer: %s", exc)
             quant = self.run.emit()
             by_name = {n.name: n for n in quant.graph.node}
             for t in self.targets:
@@ -251,9 +258,16 @@ class LayerRig:
         want = [xq_name] + ([yq_name] if quant_output else [])
         fwant = [t.node.output[0]] + ([t.node.input[0]] if float_input else [])
         cache = self._float_values()
+        floats: Any = None
         if cache is not None and all(n in cache for n in fwant):
             floats = ({n: cache[n][i] for n in fwant} for i in range(len(self.samples)))
-        else:
+        elif self._float_segments is not None:
+            try:
+                floats = self._float_segments.run_to(self.targets.index(t), fwant, through_stop=True)
+            except NotSegmentable as exc:
+                log.debug("the float network runs whole for every layer from %s on: %s", t.name, exc)
+                self._float_segments = None
+        if floats is None:
             floats = fr.run(fwant, self.samples)
         quantized = None
         if self._segments is not None:

@@ -67,6 +67,7 @@ class SegmentedRunner:
         if any(n.op_type in _CONTROL_FLOW for n in self.nodes[: self.stops[-1] + 1]):
             raise NotSegmentable("control flow before the last stop (its subgraphs read outer values)")
         self.graph_inputs = {vi.name: vi for vi in self.model.graph.input}
+        self.graph_outputs = [vi.name for vi in self.model.graph.output]
         self.initializers = {t.name: t for t in self.model.graph.initializer}
         self.produced_at: dict[str, int] = {}
         self.last_use: dict[str, int] = {}
@@ -148,6 +149,10 @@ class SegmentedRunner:
         if key not in self._segments:
             nodes = self.nodes[start : stop + 1 if through_stop else stop]
             made = [n for n in self._live(stop) if self.produced_at[n] >= start] + list(outputs)
+            # the whole model's outputs made here are outputs here too: onnxruntime fuses no node
+            # whose output is a graph output (a Conv with the Add after it), as in the whole model
+            made += [n for n in self.graph_outputs if start <= self.produced_at.get(n, -1) < len(nodes) + start]
+            made = list(dict.fromkeys(made))
             reads = list(dict.fromkeys(n for node in nodes for n in node.input if n))
             inputs = [n for n in reads if n in self.graph_inputs or (n in self.produced_at and self.produced_at[n] < start)]
             assert self.cache is not None

@@ -149,9 +149,16 @@ def test_values_too_large_to_keep_make_the_next_layer_start_over(cnn) -> None:
         assert (tight.cut, tight.cache is None) == ((tight.stops[k], False) if sizes[k] <= budget else (0, True))
 
 
-@pytest.mark.parametrize("algorithm", ["adaround", "adaquant", "bias_correction"])
-def test_layer_wise_algorithms_give_the_same_model_with_and_without_segments(algorithm, monkeypatch) -> None:
+@pytest.mark.parametrize("algorithm, float_cache", [("adaround", True), ("adaquant", True), ("bias_correction", True),
+                                                    ("adaround", False)])
+def test_layer_wise_algorithms_give_the_same_model_with_and_without_segments(algorithm, float_cache,
+                                                                            monkeypatch) -> None:
+    """float_cache=False: the float network's outputs are not kept in one pass (too large, as a
+    ResNet50's at 224x224), so it runs segment by segment too."""
     import ryzen_nb.algorithms._rig as rig
+
+    if not float_cache:
+        monkeypatch.setattr(rig, "FLOAT_CACHE_BYTES", 0)
 
     def quantize():
         qc = get_default_config("XINT8")
@@ -167,9 +174,15 @@ def test_layer_wise_algorithms_give_the_same_model_with_and_without_segments(alg
 
     calls = []
     original = rig.SegmentedRunner.run_to
-    monkeypatch.setattr(rig.SegmentedRunner, "run_to", lambda self, *a, **k: calls.append(1) or original(self, *a, **k))
+
+    def spy(self, *args, **kwargs):
+        calls.append("quantized" if any(n.op_type == "QuantizeLinear" for n in self.nodes) else "float")
+        return original(self, *args, **kwargs)
+
+    monkeypatch.setattr(rig.SegmentedRunner, "run_to", spy)
     segmented = quantize()
-    assert calls  # the algorithm read its layers segment by segment
+    # the layers were read segment by segment; the float network's too when its outputs are not kept
+    assert set(calls) == ({"quantized"} if float_cache else {"quantized", "float"})
 
     def refuse(*args, **kwargs):
         raise NotSegmentable("off for the test")
