@@ -114,7 +114,10 @@ class SegmentedRunner:
                 got.append({**{n: now[n] for n in names if n in now}, **{n: outs[n] for n in outputs}})
                 if cache is not None:
                     kept += sum(v.nbytes for v in now.values())
-                    cache = cache + [now] if kept <= self.budget else None
+                    if kept <= self.budget:
+                        cache.append(now)
+                    else:  # too large to keep: dropped now, before the other chunks add to it
+                        cache = None
             self._segments = {key: s for key, s in self._segments.items() if key[0] >= stop}  # never again in order
             # values too large to keep: the next layer runs from the start again (deeper layers, with
             # smaller tensors, are kept again)
