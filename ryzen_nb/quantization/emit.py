@@ -98,7 +98,10 @@ def emit(model: onnx.ModelProto, plan: QuantPlan, settings: Settings, metadata: 
             values = plan.constant_values.get(name)
             if values is None:
                 values = numpy_helper.to_array(inits[name])
-            stored, chain_out = _store_constant(b, name, values, t, fmt, settings, codes_cache)
+            # a value the plan made (a divisor guard's epsilon, from the step of its sum) may change
+            # between plans with its scale unchanged: never taken from the cache
+            cache = codes_cache if name not in plan.constant_values else None
+            stored, chain_out = _store_constant(b, name, values, t, fmt, settings, cache)
             new_inits.extend(stored)
             head.extend(b.nodes[start:])
             for c in consumers.get(name, []):

@@ -267,3 +267,15 @@ def test_layer_wise_algorithms_on_a_model_whose_nodes_have_no_names(algorithm) -
     assert len(report.table) == sum(n.op_type in ("Conv", "Gemm") for n in model.graph.node)
     assert any(step.startswith("named ") and "Conv_0" in step for step in summary.preparation)
     assert all(n.name for n in summary.model.graph.node)
+
+
+def test_nodes_without_a_name_of_their_own_are_named_once() -> None:
+    from ryzen_nb.graph.prepare import name_unnamed_nodes
+
+    nodes = [helper.make_node("Relu", ["x"], ["a"], name="r"), helper.make_node("Relu", ["a"], ["b"], name="r"),
+             helper.make_node("Relu", ["b"], ["c"]), helper.make_node("Relu", ["c"], ["Relu_2"])]
+    model = helper.make_model(helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", 1, [1])],
+                                                [helper.make_tensor_value_info("Relu_2", 1, [1])]))
+    assert name_unnamed_nodes(model) == ["r_1", "Relu_2_1", "Relu_3"]  # "Relu_2" is a tensor's name
+    assert [n.name for n in model.graph.node] == ["r", "r_1", "Relu_2_1", "Relu_3"]
+    assert name_unnamed_nodes(model) == []
