@@ -45,6 +45,7 @@ class SampleRunner:
         #: None: not tried yet; True/False: batched calls work / do not for this model
         self.batched_ok: bool | None = (None if batched is None else bool(batched)) if chunk > 1 else False
         self._data_inputs: list[str] = []
+        self._batched_model: onnx.ModelProto | None = None
 
     @property
     def single(self) -> Any:
@@ -64,7 +65,7 @@ class SampleRunner:
             if self.batched_ok and len(part) > 1:
                 if self._batched is None:  # known to work (``batched=True``): no check run
                     self._data_inputs = list(samples[0])
-                    self._batched = ort_session(_free_batch(self.model, self._data_inputs), log_severity_level=4)
+                    self._batched = self._batched_session()
                 outs = self._batched_run(names, part, extra)
                 for j in range(len(part)):
                     yield {n: v[j : j + 1] for n, v in outs.items()}
@@ -74,6 +75,18 @@ class SampleRunner:
             i += len(part)
 
     # -- batched mode -------------------------------------------------------------------------------
+    @property
+    def batched_model(self) -> onnx.ModelProto:
+        """The copy batched calls run (:func:`_free_batch`: a free first dimension, Reshapes to
+        ``[1, ...]`` as ``[-1, ...]``); parts of it run batched as it does (segments)."""
+        if self._batched_model is None:
+            self._batched_model = _free_batch(self.model, self._data_inputs)
+        return self._batched_model
+
+    def _batched_session(self) -> Any:
+        # quiet: a graph that pins batch 1 fails in Reshape, which is expected here
+        return ort_session(self.batched_model, log_severity_level=4)
+
     def _batched_run(self, names: list[str], part: Sequence[Mapping[str, np.ndarray]],
                      extra: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         feed = {n: np.concatenate([np.asarray(s[n]) for s in part]) for n in self._data_inputs}
@@ -92,8 +105,7 @@ class SampleRunner:
                 for s in samples[:2]):
             return False
         try:
-            # quiet: a graph that pins batch 1 fails in Reshape, which is expected here
-            self._batched = ort_session(_free_batch(self.model, self._data_inputs), log_severity_level=4)
+            self._batched = self._batched_session()
             outs = self._batched_run(names, samples[:2], extra)
         except Exception:  # any failure (Reshape to batch 1, shape checks): one sample per call
             self._batched = None

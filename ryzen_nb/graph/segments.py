@@ -159,21 +159,17 @@ class SegmentedRunner:
             reads = list(dict.fromkeys(n for node in nodes for n in node.input if n))
             inputs = [n for n in reads if n in self.graph_inputs or (n in self.produced_at and self.produced_at[n] < start)]
             assert self.cache is not None
-            declared = []
-            for name in inputs:
-                if name in self.graph_inputs:
-                    vi = onnx.ValueInfoProto()
-                    vi.CopyFrom(self.graph_inputs[name])
-                    dims = vi.type.tensor_type.shape.dim
-                    if self.runner.batched_ok and dims:  # chunks of samples: a free first dimension
-                        dims[0].Clear()
-                        dims[0].dim_param = "batch"
-                else:  # a live value: its type from the value cached
-                    vi = helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(self.cache[0][name].dtype), None)
-                declared.append(vi)
+            # chunks of samples run as the whole model's batched copy does: its free first dimension,
+            # its Reshapes to [-1, ...] where the model has [1, ...]
+            whole = self.runner.batched_model if self.runner.batched_ok else self.model
+            graph_inputs = {vi.name: vi for vi in whole.graph.input}
+            initializers = {t.name: t for t in whole.graph.initializer}
+            declared = [graph_inputs[name] if name in graph_inputs else  # a live value: the type of its cached value
+                        helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(self.cache[0][name].dtype), None)
+                        for name in inputs]
             graph = helper.make_graph(nodes, f"segment_{start}_{stop}", declared,
                                       [onnx.ValueInfoProto(name=n) for n in made],
-                                      [self.initializers[n] for n in reads if n in self.initializers])
+                                      [initializers[n] for n in reads if n in initializers])
             model = helper.make_model(graph, opset_imports=list(self.model.opset_import))
             model.ir_version = self.model.ir_version
             model.functions.extend(self.model.functions)

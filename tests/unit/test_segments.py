@@ -279,3 +279,15 @@ def test_nodes_without_a_name_of_their_own_are_named_once() -> None:
     assert name_unnamed_nodes(model) == ["r_1", "Relu_2_1", "Relu_3"]  # "Relu_2" is a tensor's name
     assert [n.name for n in model.graph.node] == ["r", "r_1", "Relu_2_1", "Relu_3"]
     assert name_unnamed_nodes(model) == []
+
+
+def test_segments_batch_a_graph_whose_reshape_to_batch_one_is_freed() -> None:
+    """The whole model's runner batches a Reshape to [1, 6] as [-1, 6]; the segments must too."""
+    model = _reshaping_model([1, 6])
+    runner = SampleRunner(model)
+    segmented = SegmentedRunner(runner, ["m1", "m2"], SAMPLES)
+    got = segmented.run_to(1, ["b", "y"], through_stop=True)
+    assert runner.batched_ok is True
+    for item, sample in zip(got, SAMPLES):
+        for name, value in zip(["b", "y"], ort_session(model).run(["b", "y"], sample)):
+            np.testing.assert_allclose(item[name], value, rtol=1e-6)
