@@ -351,15 +351,18 @@ _ROUNDING_CONSTANT = np.float32(1.5 * 2**23)
 def _float_codes(m: onnx.ModelProto) -> None:
     """int8 codes (zero point 0) that every reader turns into floats stay floats.
 
-    A kernel ends with ``QuantizeLinear(v, 1)`` and the next one begins with ``Cast`` (a Conv) or
-    ``DequantizeLinear`` (an Add, a Mul): two passes, and onnxruntime's Cast and DequantizeLinear use
-    one thread. ``Clip(v, -128, 127)``, then ``+ 1.5 * 2**23`` and ``- 1.5 * 2**23`` give the same
-    codes as float32 numbers, rounded half to even as QuantizeLinear rounds (the clip first is the
-    same saturation: its bounds are integers), on every thread; a Cast reader then reads them as
-    they are and a DequantizeLinear reader becomes a Mul by its scale (``code * scale``, the same
-    product). EfficientNet-Lite0 XINT8: 8.2 ms of Q, Cast and DequantizeLinear become 6.7 ms. A
-    tensor with another reader, a graph output or one a subgraph reads stays as it is. The tensors
-    are listed in the model's metadata (:data:`FLOAT_CODES`): :func:`code_sources` finds them.
+    A kernel ends with ``QuantizeLinear(v, 1)`` and the next one begins with ``Cast`` (a Conv; to
+    float64 for A8W8's Add and Mul) or ``DequantizeLinear`` (an Add, a Mul): two passes, and
+    onnxruntime's Cast and DequantizeLinear use one thread. ``Clip(v, -128, 127)``, then
+    ``+ 1.5 * 2**23`` and ``- 1.5 * 2**23`` give the same codes as float32 numbers, rounded half to
+    even as QuantizeLinear rounds (the clip first is the same saturation: its bounds are integers),
+    on every thread; a Cast reader to float32 then reads them as they are (one to float64 casts
+    them), and a DequantizeLinear reader becomes a Mul by its scale (``code * scale``, the same
+    product). EfficientNet-Lite0 XINT8: 8.2 ms of Q, Cast and DequantizeLinear become 6.7 ms. Where
+    ``v`` holds integers already (A8W8's float64 requantisation ends in a Round), the Clip alone
+    gives the codes. A tensor with another reader, a graph output or one a subgraph reads stays as
+    it is. The tensors are listed in the model's metadata (:data:`FLOAT_CODES`): :func:`code_sources`
+    finds them.
 
     Two more passes go where they can. A Relu or a Clip with constant bounds that only feeds the
     quantizer merges into its Clip (clipping twice is clipping once to the narrower bounds), which
@@ -379,7 +382,8 @@ def _float_codes(m: onnx.ModelProto) -> None:
 
     def float_reader(n: onnx.NodeProto, codes: str) -> bool:
         if n.op_type == "Cast":
-            return attribute(n, "to", 0) == onnx.TensorProto.FLOAT and n.output[0] not in graph_outputs
+            return attribute(n, "to", 0) in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE) and \
+                n.output[0] not in graph_outputs
         return n.op_type == "DequantizeLinear" and list(n.input[:1]) == [codes] and n.input[1] in inits and \
             inits[n.input[1]].data_type == onnx.TensorProto.FLOAT and \
             numpy_helper.to_array(inits[n.input[1]]).size == 1 and not attribute(n, "block_size", 0) and \
@@ -415,6 +419,22 @@ def _float_codes(m: onnx.ModelProto) -> None:
             merged.append(source)
             value, position = source.input[0], positions[value]
         return value, low, high, merged
+
+    def integral(value: str) -> bool:
+        """Whether ``value`` holds integers whatever the input: a Round (or Floor, Ceil), through
+        Casts, Relus and Clips to integer bounds (A8W8/A16W8 requantisation rounds in float64)."""
+        while value in producers:
+            source = producers[value]
+            if source.op_type in ("Round", "Floor", "Ceil"):
+                return True
+            if source.op_type == "Cast" and attribute(source, "to", 0) in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE) \
+                    or source.op_type == "Relu" or source.op_type == "Clip" and not source.attribute and \
+                    all(not t or t in inits and np.all(np.mod(numpy_helper.to_array(inits[t]), 1) == 0)
+                        for t in source.input[1:3]):
+                value = source.input[0]
+                continue
+            return False
+        return False
 
     def conv_readers(codes: str) -> tuple[int, int] | None:
         """(channels, spatial rank) when every reader of ``codes`` is a Cast whose readers are all
@@ -460,7 +480,10 @@ def _float_codes(m: onnx.ModelProto) -> None:
                                                  constant(("bound", high), np.float32(high), "high")],
                                         [clipped], name=b.fresh("Clip")))
             convs = conv_readers(codes)
-            if convs:
+            if integral(value) and low.is_integer() and high.is_integer():
+                # integers clipped to integer bounds: nothing to round (a Round came before)
+                out[-1].output[0] = codes + _FLOAT
+            elif convs:
                 out += _rounding_convs(b, clipped, shifted, codes + _FLOAT, *convs, constant)
             else:
                 out += [helper.make_node("Add", [clipped, rounding], [shifted], name=b.fresh("Add")),
@@ -468,8 +491,10 @@ def _float_codes(m: onnx.ModelProto) -> None:
             kept.add(codes)
             for r in readers[codes]:
                 reader = nodes[r]
-                if reader.op_type == "Cast":
+                if reader.op_type == "Cast" and attribute(reader, "to", 0) == onnx.TensorProto.FLOAT:
                     rewired[reader.output[0]] = codes + _FLOAT
+                elif reader.op_type == "Cast":  # to float64: it stays, and casts the float codes
+                    reader.input[0] = codes + _FLOAT
                 else:  # DequantizeLinear -> Mul by its scale, in place, under its name (check_kernels reads
                     # it; a Mul by 1 stays: onnxruntime's optimizer drops it)
                     scale = reader.input[1]
@@ -478,7 +503,7 @@ def _float_codes(m: onnx.ModelProto) -> None:
                     del reader.attribute[:]
                     reader.op_type, reader.domain = "Mul", ""
             continue
-        if n.op_type == "Cast" and n.input[0] in kept:
+        if n.op_type == "Cast" and n.input[0] in kept and attribute(n, "to", 0) == onnx.TensorProto.FLOAT:
             continue
         out.append(n)
     if not kept:

@@ -98,8 +98,11 @@ def test_max_pool_on_codes_runs_in_float_with_the_same_numbers(preset: str) -> N
     session = npu.NPUSession(q, "STX")
     pools = [n for n in session.emulated.graph.node if n.op_type == "MaxPool"]
     producers = {o: n for n in session.emulated.graph.node for o in n.output}
-    # it reads float32 codes: cast from int16 codes (A16W8), or kept as floats after the Conv (8-bit, _float_codes)
-    assert len(pools) == 1 and producers[pools[0].input[0]].op_type == ("Cast" if preset == "A16W8" else "Sub")
+    # it reads float32 codes: cast from int16 codes (A16W8), or kept as floats after the Conv (8-bit,
+    # _float_codes): rounded there by the Sub of 1.5 * 2**23 (XINT8), or only clipped where float64
+    # requantisation has rounded them already (A8W8)
+    expected = {"XINT8": "Sub", "A8W8": "Clip", "A16W8": "Cast"}[preset]
+    assert len(pools) == 1 and producers[pools[0].input[0]].op_type == expected
     for x in data[:2]:
         feed = {"input": x[None]}
         assert np.array_equal(session.run(None, feed)[0], session.reference_run(feed)[0])
@@ -593,8 +596,9 @@ def test_codes_read_only_as_floats_stay_floats(monkeypatch, preset: str) -> None
         assert any(c.input[0] in holders for c in convs)
         # rounded by 1x1 depthwise Convs where only Convs read them, by Add and Sub where a residual Add does
         assert {producers[h].op_type for h in holders} == {"Conv", "Sub"}
-    else:  # A8W8's Convs subtract a zero point first: Add and Sub
-        assert {producers[h].op_type for h in holders} == {"Sub"}
+    else:  # A8W8 requantises in float64 and rounds there: the Clip alone, and no Sub of a zero point 0
+        assert any(c.input[0] in holders for c in convs)
+        assert {producers[h].op_type for h in holders} == {"Clip"}
     for x in data[:2]:
         feed = {"input": x[None]}
         assert np.array_equal(session.run(None, feed)[0], as_codes.run(None, feed)[0])

@@ -11,7 +11,16 @@ from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.npu.kernels.base import KernelGraph
 from ryzen_nb.npu.kernels.cases import Case, CaseGraph
 from ryzen_nb.npu.kernels.integer import IntegerKernel, Terms
-from ryzen_nb.npu.kernels.lowering import centred, code_bound, const, dequantized, f32_holds, half_step, ties_up
+from ryzen_nb.npu.kernels.lowering import (
+    Centred,
+    centred,
+    code_bound,
+    const,
+    dequantized,
+    f32_holds,
+    half_step,
+    ties_up,
+)
 from ryzen_nb.spec.dpu import HARD_SIGMOID_ALPHA, HARD_SIGMOID_MULTIPLIER, HARD_SIGMOID_SHIFT, leaky_relu_alpha
 
 __all__ = ["IntegerAdd", "IntegerHardSigmoid", "IntegerLeakyRelu", "IntegerMul"]
@@ -60,7 +69,7 @@ class IntegerAdd(IntegerKernel):
         return [(x, np.ravel(r.scale).astype(np.float64) / self.output_scale) for r, x in zip(self.inputs, xs)]
 
     def lower_scaled_terms(self, b: GraphBuilder, inputs: list[str]) -> tuple[Terms, int]:
-        return [(centred(b, x, r, np.int64), np.ravel(r.scale).astype(np.float64) / self.output_scale)
+        return [(Centred((x,), (r,)), np.ravel(r.scale).astype(np.float64) / self.output_scale)
                 for x, r in zip(inputs, self.inputs)], 1
 
     def value_bound(self) -> float:
@@ -133,8 +142,7 @@ class IntegerMul(IntegerKernel):
         return [(xs[0] * xs[1], self._multiplier())]
 
     def lower_scaled_terms(self, b: GraphBuilder, inputs: list[str]) -> tuple[Terms, int]:
-        a0, a1 = (centred(b, x, r, np.int64) for x, r in zip(inputs, self.inputs))
-        return [(b.op("Mul", a0, a1), self._multiplier())], 1
+        return [(Centred(tuple(inputs[:2]), tuple(self.inputs[:2])), self._multiplier())], 1
 
     def value_bound(self) -> float:
         return float(np.prod([float(code_bound(r)) for r in self.inputs]))

@@ -37,13 +37,14 @@ from ryzen_nb.npu.kernels.arithmetic import (
     weighted,
 )
 from ryzen_nb.npu.kernels.base import Kernel, KernelGraph, QuantRef
-from ryzen_nb.npu.kernels.lowering import ONNX_INT, channel_shape, const, requant_int64, round_half
+from ryzen_nb.npu.kernels.lowering import ONNX_INT, Centred, channel_shape, const, requant_int64, round_half
 from ryzen_nb.spec.dpu import LEAKY_RELU_STEPS, leaky_relu_alpha
 
 __all__ = ["IntegerKernel"]
 
-#: Terms of A8W8/A16W8 requantisation in ONNX: (tensor of integer values, real multipliers)
-Terms = list[tuple[str, np.ndarray]]
+#: Terms of A8W8/A16W8 requantisation in ONNX: (integer values — an int64 tensor, or centred codes
+#: not emitted yet — and their real multipliers)
+Terms = list[tuple[str | Centred, np.ndarray]]
 
 
 class IntegerKernel(Kernel):
@@ -152,7 +153,8 @@ class IntegerKernel(Kernel):
         raise NotImplementedError(f"{type(self).__name__} has no {self.precision} arithmetic")
 
     def lower_scaled_terms(self, b: GraphBuilder, inputs: list[str]) -> tuple[Terms, int]:
-        """:meth:`scaled_terms` in ONNX (int64 values), with the rank multipliers broadcast against."""
+        """:meth:`scaled_terms` in ONNX (int64 values or :class:`Centred` codes), with the rank
+        multipliers broadcast against."""
         raise NotImplementedError(f"{type(self).__name__} has no {self.precision} arithmetic")
 
     def value_bound(self) -> float | None:
@@ -332,14 +334,14 @@ class IntegerKernel(Kernel):
             for (value, _), c in zip(terms, consts):
                 f = c.astype(np.float64) * 2.0**-shift  # exact: an integer below 2**23 times a power of two
                 f = f.reshape(channel_shape(ndim, f.size, self.channel_axis)) if f.size > 1 else f.reshape(())
-                part = b.op("Mul", b.op("Cast", value, to=TensorProto.DOUBLE), const(b, f, np.float64))
+                part = b.op("Mul", _emitted(b, value, np.float64), const(b, f, np.float64))
                 total = part if total is None else b.op("Add", total, part)
             magnitude = bound * float(sum(int(c.max(initial=0)) for c in consts)) * 2.0**-shift
             return self.requantize_integer_f32(b, b.op("Round", total), np.float64, bound=magnitude + 1)
         num = None
         for (value, _), c in zip(terms, consts):
             c = c.reshape(channel_shape(ndim, c.size, self.channel_axis)) if c.size > 1 else c.reshape(())
-            part = b.op("Mul", value, const(b, c, np.int64))
+            part = b.op("Mul", _emitted(b, value, np.int64), const(b, c, np.int64))
             num = part if num is None else b.op("Add", num, part)
         if leaky:
             c = int(round(self.activation[1] * LEAKY_RELU_STEPS))
@@ -352,3 +354,10 @@ class IntegerKernel(Kernel):
             if fast is not None:
                 return fast
         return self.saturate_codes(b, requant_int64(b, num, shift), np.int64)
+
+
+def _emitted(b: GraphBuilder, value: str | Centred, dtype: type) -> str:
+    """A requantisation term's integer values as a float64 or int64 tensor (int64 ones are cast)."""
+    if isinstance(value, Centred):
+        return value.emit(b, dtype)
+    return value if dtype is np.int64 else b.op("Cast", value, to=TensorProto.DOUBLE)
