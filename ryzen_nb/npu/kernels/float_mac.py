@@ -132,6 +132,45 @@ class FloatConv(FloatMAC):
     def bias_shape(self, bias: np.ndarray, ndim: int) -> np.ndarray:
         return bias.reshape(1, -1, *([1] * (ndim - 2)))
 
+    def _output_size(self) -> tuple[int, int]:
+        _, _, h, wd = self.attrs["_x_shape"]
+        _, _, kh, kw = self.attrs["_w_shape"]
+        strides = list(self.attrs.get("strides", [1, 1]))
+        pads = list(self.attrs.get("pads", [0, 0, 0, 0]))
+        dil = list(self.attrs.get("dilations", [1, 1]))
+        return ((h + pads[0] + pads[2] - dil[0] * (kh - 1) - 1) // strides[0] + 1,
+                (wd + pads[1] + pads[3] - dil[1] * (kw - 1) - 1) // strides[1] + 1)
+
+    def _depthwise(self) -> bool:
+        c, co = self.attrs["_x_shape"][1], self.attrs["_w_shape"][0]
+        return int(self.attrs.get("group", 1)) == c == co
+
+    def lower(self, b: GraphBuilder, inputs: list[str], *, rounding: str = "half_up",
+              accumulation: str = "exact") -> list[str]:
+        if accumulation == "fp32" or not self._depthwise():
+            return super().lower(b, inputs, rounding=rounding, accumulation=accumulation)
+        # depthwise, exact: each product of two bf16 numbers (8 significant bits each) is exact in
+        # float32, so onnxruntime's float32 Conv computes all of them in one pass — a kernel of
+        # kh*kw output channels per input channel, each holding one weight tap and zeros elsewhere
+        # (the product plus exact zeros) — and only their sum runs in float64. Half the time of
+        # windows sliced and multiplied in float64 (EfficientNet-Lite0's 3x3 and 5x5 depthwise
+        # Convs), the same numbers while no product falls below float32's normal range (2**-126).
+        x, w = bf16_round(b, inputs[0]), bf16_round(b, inputs[1])
+        c, _, kh, kw = self.attrs["_w_shape"]
+        taps = kh * kw
+        one_hot = np.eye(taps, dtype=np.float32).reshape(1, taps, 1, kh, kw)
+        kernel = b.op("Reshape", b.op("Mul", b.op("Reshape", w, const(b, [c, 1, 1, kh, kw], np.int64)),
+                                      const(b, one_hot, np.float32)), const(b, [c * taps, 1, kh, kw], np.int64))
+        attrs = {a: self.attrs[a] for a in _CONV_ATTRIBUTES if a in self.attrs}
+        products = b.op("Conv", x, kernel, **{**attrs, "kernel_shape": [kh, kw]})  # N, C*taps, Ho, Wo
+        products = b.op("Reshape", products, const(b, [self.attrs["_x_shape"][0], c, taps, *self._output_size()],
+                                                   np.int64))
+        y = b.op("ReduceSum", b.op("Cast", products, to=TensorProto.DOUBLE), const(b, [2], np.int64), keepdims=0)
+        if len(inputs) > 2 and inputs[2]:
+            bias = b.op("Cast", bf16_round(b, inputs[2]), to=TensorProto.DOUBLE)
+            y = b.op("Add", y, b.op("Reshape", bias, const(b, [1, -1, 1, 1], np.int64)))
+        return [bf16_round(b, b.op("Cast", y, to=TensorProto.FLOAT))]
+
     def lower_operator(self, b: GraphBuilder, operands: list[str], fp32: bool) -> str:
         if fp32:  # onnxruntime's own float32 Conv, bias fused
             return b.op("Conv", *operands, **{a: self.attrs[a] for a in _CONV_ATTRIBUTES if a in self.attrs})
@@ -141,16 +180,15 @@ class FloatConv(FloatMAC):
         return y
 
     def _conv_double(self, b: GraphBuilder, x: str, w: str) -> str:
-        """2-D convolution in float64: im2col (Pad, strided Slices, Concat) and a batched MatMul, or for a
-        depthwise convolution the windows times their weight taps, summed."""
+        """2-D convolution in float64: im2col (Pad, strided Slices, Concat) and a batched MatMul (a
+        depthwise convolution computes its products in float32: :meth:`lower`)."""
         n, c, h, wd = self.attrs["_x_shape"]
         co, _, kh, kw = self.attrs["_w_shape"]
         strides = list(self.attrs.get("strides", [1, 1]))
         pads = list(self.attrs.get("pads", [0, 0, 0, 0]))
         dil = list(self.attrs.get("dilations", [1, 1]))
         group = int(self.attrs.get("group", 1))
-        ho = (h + pads[0] + pads[2] - dil[0] * (kh - 1) - 1) // strides[0] + 1
-        wo = (wd + pads[1] + pads[3] - dil[1] * (kw - 1) - 1) // strides[1] + 1
+        ho, wo = self._output_size()
 
         def i64(v: Any) -> str:
             return const(b, v, np.int64)
@@ -166,14 +204,6 @@ class FloatConv(FloatMAC):
                 start = [i * dil[0], j * dil[1]]
                 end = [start[0] + strides[0] * (ho - 1) + 1, start[1] + strides[1] * (wo - 1) + 1]
                 taps.append((i, j, b.op("Slice", x, i64(start), i64(end), i64([2, 3]), i64(strides))))
-        if group == c == co:
-            # depthwise: each output channel reads one input channel, so the MAC is kh*kw products per
-            # output, summed elementwise; a batched MatMul of C (1 x K) rows by (K x L) columns is
-            # several times slower (float64 is exact for the products, so the order of the sum is free)
-            products = [b.op("Mul", window, b.op("Reshape", b.op("Slice", w, i64([i, j]), i64([i + 1, j + 1]),
-                                                                 i64([2, 3])), i64([1, c, 1, 1])))
-                        for i, j, window in taps]
-            return products[0] if len(products) == 1 else b.op("Sum", *products)
         patches = [b.op("Reshape", window, i64([n, c, 1, ho * wo])) for _, _, window in taps]
         cols = patches[0] if len(patches) == 1 else b.op("Concat", *patches, axis=2)  # N, C, K, L
         cols = b.op("Reshape", cols, i64([n, group, (c // group) * kh * kw, ho * wo]))
@@ -190,9 +220,9 @@ class FloatConv(FloatMAC):
             yield cls._case("conv_grouped_strided_dilated", precision, [1, 4, 9, 9], [6, 2, 3, 3], True,
                             group=2, strides=[2, 2], dilations=[2, 2])
             yield cls._case("conv_depthwise_strided", precision, [1, 6, 9, 9], [6, 1, 3, 3], True, group=6,
-                            strides=[2, 2], pads=[1, 1, 1, 1], route={"MatMul": 0, "Sum": 1})
+                            strides=[2, 2], pads=[1, 1, 1, 1], route={"MatMul": 0, "Slice": 0, "ReduceSum": 1})
             yield cls._case("conv_depthwise_5x5", precision, [2, 4, 8, 8], [4, 1, 5, 5], False, group=4,
-                            pads=[2, 2, 2, 2], route={"MatMul": 0, "Sum": 1})
+                            pads=[2, 2, 2, 2], route={"MatMul": 0, "Slice": 0, "ReduceSum": 1})
 
 
 class FloatGemm(FloatMAC):
