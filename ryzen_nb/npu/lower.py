@@ -7,7 +7,8 @@ other NPU operators of float models get bf16 rounding of their inputs and output
 then replaces every marker with the kernel's own lowering (:meth:`Kernel.lower`: ConvInteger /
 MatMulInteger, exact float32 MACs, int64 or float64 requantisation...), so onnxruntime executes it
 at native speed, and :func:`~ryzen_nb.npu.code_passes.rewrite_codes` holds the codes between kernels
-with fewer passes over each tensor. The numpy reference runs the same marked graph in onnx's ReferenceEvaluator with
+with fewer passes over each tensor (:func:`~ryzen_nb.npu.bf16_passes.drop_bf16_round_trips` the bf16
+values between float kernels). The numpy reference runs the same marked graph in onnx's ReferenceEvaluator with
 the marker computed by :meth:`Kernel.reference` (:meth:`~ryzen_nb.npu.NPUSession.reference_run`).
 """
 
@@ -20,6 +21,7 @@ from onnx import helper, numpy_helper
 from ryzen_nb.graph.attributes import attribute
 from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.graph.prepare import constants_to_initializers
+from ryzen_nb.npu.bf16_passes import drop_bf16_round_trips
 from ryzen_nb.npu.code_passes import CENTRED_CODES, FLOAT_CODES, code_sources, restored_codes, rewrite_codes
 from ryzen_nb.npu.compile import NPUProgram
 from ryzen_nb.npu.kernels import Kernel
@@ -132,4 +134,5 @@ def lower(marked: onnx.ModelProto, kernels: list[Kernel], rounding: str = "half_
     m.opset_import.extend(keep)
     constants_to_initializers(m)
     rewrite_codes(m)
+    drop_bf16_round_trips(m)
     return m

@@ -28,6 +28,7 @@ from ryzen_nb.graph.convert import float16_to_float32
 from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.graph.io import ModelLike
 from ryzen_nb.graph.prepare import _default_opset, ort_session, run_with_outputs, upgrade_opset
+from ryzen_nb.npu.bf16_passes import with_widened
 from ryzen_nb.npu.compile import NPUProgram, compile
 from ryzen_nb.npu.kernels import Kernel, match_kernels
 from ryzen_nb.npu.lower import MARKER_DOMAIN, code_sources, lower, mark, marker_kernel, restored_codes
@@ -132,7 +133,8 @@ class NPUSession:
         floats as float32 numbers: :func:`~ryzen_nb.npu.lower.code_sources`); they are given back
         as the codes the quantized model holds."""
         sources = code_sources(self.emulated)
-        values = run_with_outputs(self.emulated, [sources[t][0] if t in sources else t for t in names], input_feed)
+        wanted = [sources[t][0] if t in sources else t for t in names]
+        values = run_with_outputs(with_widened(self.emulated, wanted), wanted, input_feed)
         for name in names:
             if name in sources and sources[name][0] in values:
                 values[name] = restored_codes(values.pop(sources[name][0]), sources[name][1])

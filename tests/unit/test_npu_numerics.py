@@ -3,6 +3,8 @@ precision and every kernel kind, and the emulation stays close to the plain QDQ 
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -15,7 +17,9 @@ from ryzen_nb.errors import CalibrationDataError, ConfigError
 from ryzen_nb.graph.attributes import attribute
 from ryzen_nb.graph.builder import GraphBuilder, make_model
 from ryzen_nb.graph.prepare import constants_to_initializers, run_with_outputs
+from ryzen_nb.npu import bf16_passes, code_passes
 from ryzen_nb.npu.kernels import QuantRef, multiplier, rne_shift
+from ryzen_nb.npu.kernels.arithmetic import bf16
 from ryzen_nb.npu.kernels.elementwise import IntegerAdd, IntegerHardSigmoid
 from ryzen_nb.npu.kernels.mac import IntegerConv
 from ryzen_nb.npu.kernels.pool import IntegerAveragePool, IntegerGlobalAveragePool
@@ -137,7 +141,6 @@ def test_unnamed_max_pools_on_codes_get_names_of_their_own() -> None:
 @pytest.mark.parametrize("preset", ["XINT8", "A8W8", "A16W8"])
 def test_embedding_gather_takes_codes_and_dequantizes_only_its_rows(preset: str, monkeypatch) -> None:
     # DequantizeLinear -> Gather would dequantize the whole table on every run (MiniLM: 14 ms of 79)
-    from ryzen_nb.npu import code_passes
 
     model = bert_encoder(0, layers=1, hidden=32, heads=2, seq_len=8, vocab=4000)
     data = [{"input_ids": t[None]} for t in random_tokens(6, seq_len=8, vocab=4000)]
@@ -191,6 +194,33 @@ def test_encoder_kernels_are_bit_exact(preset: str) -> None:
     checked = session.check_kernels({model.graph.input[0].name: tokens[:1]})
     assert len(checked) and checked.mismatches.sum() == 0
     assert {"Gemm", "MatMul"} <= set(checked.op)
+
+
+def test_a_bf16_rounded_output_is_not_rounded_again_by_the_next_kernel() -> None:
+    """One float kernel rounds its output to bf16 (Cast to bfloat16, Cast back), the next rounds its
+    operand again: the emulated model reads the bfloat16 instead (bfloat16 -> float32 -> bfloat16
+    gives every value back); the float32 tensors that only the second rounding read come back for
+    inspection, and every kernel still checks out bit for bit."""
+    model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16, stem_stride=2)
+    session = npu.NPUSession(model, "STX")  # BF16 on Strix
+    g = session.emulated.graph
+    producers = {o: n for n in g.node for o in n.output}
+
+    def cast(name: str, to: int) -> bool:
+        n = producers.get(name)
+        return n is not None and n.op_type == "Cast" and attribute(n, "to", 0) == to
+
+    round_trips = [n for n in g.node if n.op_type == "Cast" and attribute(n, "to", 0) == TensorProto.BFLOAT16
+                   and cast(n.input[0], TensorProto.FLOAT) and cast(producers[n.input[0]].input[0], TensorProto.BFLOAT16)]
+    assert not round_trips
+    widened = json.loads(next(p.value for p in session.emulated.metadata_props if p.key == bf16_passes.BF16_WIDENED))
+    assert widened and not set(widened) & set(producers)  # dropped from the graph...
+    feed = {"input": random_images(1, size=16)}
+    values = session.tensor_values(list(widened), feed)  # ...and back on request, the bf16 values as float32
+    name = next(iter(widened))
+    assert values[name].dtype == np.float32 and np.array_equal(values[name], bf16(values[name]))
+    checked = session.check_kernels(feed)
+    assert len(checked) and checked.mismatches.sum() == 0
 
 
 def _ref(codes, scale, zp, dtype, values=None) -> QuantRef:
@@ -520,7 +550,6 @@ def test_xint8_codes_are_written_centred_where_every_reader_centres_them(monkeyp
     every reader centres them anyway (Cast -> Sub 128 before a Conv goes): the same numbers, fewer
     operators; the stem's MaxPool on float codes takes them centred too. Codes a kernel writes
     otherwise stay uint8. check_kernels still sees uint8 codes everywhere."""
-    from ryzen_nb.npu import code_passes
 
     model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16, stem_stride=2)
     data = random_images(8, size=16)
@@ -571,7 +600,6 @@ def test_codes_read_only_as_floats_stay_floats(monkeypatch, preset: str) -> None
     (Clip, then + and - 1.5 * 2**23): no QuantizeLinear, no Cast before the next Conv, a Mul in
     place of each DequantizeLinear; the same numbers, and the codes read back through
     tensor_values as the quantized model holds them."""
-    from ryzen_nb.npu import code_passes
 
     model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16, stem_stride=2)
     data = random_images(8, size=16)
@@ -646,7 +674,6 @@ def test_codes_only_convs_read_are_rounded_by_depthwise_convs(activation: str, s
     so onnxruntime keeps its blocked layout between the Convs; a Relu or a constant Clip before the
     quantizer merges into its Clip. Ties round half to even and out-of-range values saturate, as
     QuantizeLinear does; any other reader keeps the Add and the Sub."""
-    from ryzen_nb.npu import code_passes
 
     model = _conv_quantize_conv(activation, second_reader)
     lowered = onnx.ModelProto()
@@ -678,7 +705,6 @@ def test_codes_only_convs_read_are_rounded_by_depthwise_convs(activation: str, s
 def test_float_codes_leave_a_float16_dequantizer_its_integer_codes() -> None:
     """Codes read by a DequantizeLinear with a float16 scale stay integer codes: as float32 codes its
     Mul would mix float32 and float16. With a float32 scale they become float codes and a Mul."""
-    from ryzen_nb.npu import code_passes
 
     def model(scale: np.generic) -> onnx.ModelProto:
         g = GraphBuilder()
@@ -707,7 +733,6 @@ def test_float_codes_leave_a_float16_dequantizer_its_integer_codes() -> None:
 def test_renamed_codes_never_take_a_name_the_model_uses() -> None:
     """The passes on codes rename tensors (``_centred``, ``_float``) and add a zero point: where the
     model already holds a tensor of that name, the group stays as it was and the outputs are the same."""
-    from ryzen_nb.npu import code_passes
 
     model = resnet_cnn(0, blocks=(1, 1), width=8, image_size=16, stem_stride=2)
     data = random_images(8, size=16)

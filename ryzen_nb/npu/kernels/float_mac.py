@@ -83,7 +83,7 @@ class FloatMAC(Kernel):
               accumulation: str = "exact") -> list[str]:
         fp32 = accumulation == "fp32"
         # bf16 rounding leaves BFP16 and MX operands as they are: bf16 holds their grids
-        operands = [("" if not t else bf16_round(b, t) if fp32 else b.op("Cast", bf16_round(b, t), to=TensorProto.DOUBLE))
+        operands = [("" if not t else bf16_round(b, t, to=TensorProto.FLOAT if fp32 else TensorProto.DOUBLE))
                     for t in inputs]
         y = self.lower_operator(b, operands, fp32)
         return [bf16_round(b, y if fp32 else b.op("Cast", y, to=TensorProto.FLOAT))]
@@ -167,7 +167,7 @@ class FloatConv(FloatMAC):
                                                    np.int64))
         y = b.op("ReduceSum", b.op("Cast", products, to=TensorProto.DOUBLE), const(b, [2], np.int64), keepdims=0)
         if len(inputs) > 2 and inputs[2]:
-            bias = b.op("Cast", bf16_round(b, inputs[2]), to=TensorProto.DOUBLE)
+            bias = bf16_round(b, inputs[2], to=TensorProto.DOUBLE)
             y = b.op("Add", y, b.op("Reshape", bias, const(b, [1, -1, 1, 1], np.int64)))
         return [bf16_round(b, b.op("Cast", y, to=TensorProto.FLOAT))]
 

@@ -34,9 +34,10 @@ def const(b: GraphBuilder, value: Any, dtype: Any) -> str:
     return b.const(np.asarray(value, dtype=dtype))
 
 
-def bf16_round(b: GraphBuilder, x: str) -> str:
-    """float32 -> bfloat16 (round to nearest even) -> float32."""
-    return b.op("Cast", b.op("Cast", x, to=TensorProto.BFLOAT16), to=TensorProto.FLOAT)
+def bf16_round(b: GraphBuilder, x: str, to: int = TensorProto.FLOAT) -> str:
+    """float32 -> bfloat16 (round to nearest even) -> float32, or float64 (``to``: one Cast fewer
+    than a float32 cast again, the same values)."""
+    return b.op("Cast", b.op("Cast", x, to=TensorProto.BFLOAT16), to=to)
 
 
 def round_half(b: GraphBuilder, v: str, rounding: str) -> str:
