@@ -154,7 +154,9 @@ class FloatConv(FloatMAC):
         # kh*kw output channels per input channel, each holding one weight tap and zeros elsewhere
         # (the product plus exact zeros) — and only their sum runs in float64. Half the time of
         # windows sliced and multiplied in float64 (EfficientNet-Lite0's 3x3 and 5x5 depthwise
-        # Convs), the same numbers while no product falls below float32's normal range (2**-126).
+        # Convs), the same numbers while no product falls below float32's normal range (2**-126). An
+        # Inf in a window meets the kernel's zeros there: its outputs are NaN where the exact sum is
+        # ±Inf (no number either way; the input is no number already).
         x, w = bf16_round(b, inputs[0]), bf16_round(b, inputs[1])
         c, _, kh, kw = self.attrs["_w_shape"]
         taps = kh * kw
