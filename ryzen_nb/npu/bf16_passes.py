@@ -45,15 +45,15 @@ def drop_bf16_round_trips(m: onnx.ModelProto) -> None:
             source = widened.input[0]
             rewired[n.output[0]] = rewired.get(source, source)  # nodes are in order: a chain resolves to its first
     if rewired:
-        widened = {}
+        dropped: dict[str, str] = {}  # float32 tensor -> the bf16 it was cast from
         for n in m.graph.node:
             for t in n.input:
                 if t in rewired:
                     float32 = producers[t].input[0]
                     source = producers[float32].input[0]
-                    widened[float32] = rewired.get(source, source)  # where that bf16 went as well
+                    dropped[float32] = rewired.get(source, source)  # where that bf16 went as well
             n.input[:] = [rewired.get(t, t) for t in n.input]
-        helper.set_model_props(m, {**{p.key: p.value for p in m.metadata_props}, BF16_WIDENED: json.dumps(widened)})
+        helper.set_model_props(m, {**{p.key: p.value for p in m.metadata_props}, BF16_WIDENED: json.dumps(dropped)})
         prune_unused(m)
 
 

@@ -420,20 +420,26 @@ def _float_codes(m: onnx.ModelProto) -> None:
             value, position = source.input[0], positions[value]
         return value, low, high, merged
 
+    def keeps_integers(n: onnx.NodeProto) -> bool:
+        """Whether ``n`` gives integers for integer input: a Cast to float32 or float64, a Relu, or a
+        Clip to constant integer bounds."""
+        if n.op_type == "Cast":
+            return attribute(n, "to", 0) in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE)
+        if n.op_type == "Clip" and not n.attribute:
+            return all(not t or t in inits and np.all(np.mod(numpy_helper.to_array(inits[t]), 1) == 0)
+                       for t in n.input[1:3])
+        return n.op_type == "Relu"
+
     def integral(value: str) -> bool:
         """Whether ``value`` holds integers whatever the input: a Round (or Floor, Ceil), through
-        Casts, Relus and Clips to integer bounds (A8W8/A16W8 requantisation rounds in float64)."""
+        operators that keep integers (A8W8/A16W8 requantisation rounds in float64)."""
         while value in producers:
             source = producers[value]
             if source.op_type in ("Round", "Floor", "Ceil"):
                 return True
-            if source.op_type == "Cast" and attribute(source, "to", 0) in (onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE) \
-                    or source.op_type == "Relu" or source.op_type == "Clip" and not source.attribute and \
-                    all(not t or t in inits and np.all(np.mod(numpy_helper.to_array(inits[t]), 1) == 0)
-                        for t in source.input[1:3]):
-                value = source.input[0]
-                continue
-            return False
+            if not keeps_integers(source):
+                return False
+            value = source.input[0]
         return False
 
     def conv_readers(codes: str) -> tuple[int, int] | None:

@@ -131,7 +131,8 @@ class NPUSession:
         codes ``session.tensor_values([kernel.output.codes], feed)``. The emulated graph holds some
         codes otherwise, under another name (XINT8's uint8 codes centred as int8, codes only read as
         floats as float32 numbers: :func:`~ryzen_nb.npu.lower.code_sources`); they are given back
-        as the codes the quantized model holds."""
+        as the codes the quantized model holds. A float32 copy of a bf16 tensor that the emulated
+        graph dropped (:func:`~ryzen_nb.npu.bf16_passes.drop_bf16_round_trips`) is computed again."""
         sources = code_sources(self.emulated)
         wanted = [sources[t][0] if t in sources else t for t in names]
         values = run_with_outputs(with_widened(self.emulated, wanted), wanted, input_feed)
