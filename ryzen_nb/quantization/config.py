@@ -503,6 +503,9 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         bias = "int32" if _opt(extra, "Int32Bias") else "weight"
     if formats.get(w_fmt).info.family != "integer" or formats.get(act_fmt).info.family != "integer":
         bias = "weight" if bias == "int32" else bias
+    weights_only = bool(_opt(extra, "WeightsOnly"))
+    if weights_only and bias == "int32":  # an int32 bias takes the input activation's scale, which is not there
+        bias = "float"
     tensor_formats: dict[str, str] = {}
     for type_name, names in (_opt(extra, "MixedPrecisionTensor") or {}).items():
         fmt_name = _format_for(_name(type_name), extra)[0]
@@ -516,6 +519,10 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
     if npu and _opt(extra, "SimulateDPU"):
         rewrites = {k: bool(_opt(extra, k)) for k in EXTRA_OPTIONS if k.startswith("Convert") and k.endswith("DPUVersion")
                     or k == "ConvertSigmoidToHardSigmoid"}
+    algorithms = _algorithms(qc, extra)
+    if weights_only and algorithms.get("mixed_precision"):
+        raise ConfigError("WeightsOnly leaves every activation float, so automatic mixed precision "
+                          "(include_auto_mp) has no activations to switch: remove one of the two.")
     return Settings(
         activation=activation,
         weight=weight,
@@ -534,6 +541,7 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         align_pool=bool(_opt(extra, "AlignPool")),
         align_concat=bool(_opt(extra, "AlignConcat")),
         align_eltwise_types=_align_eltwise_types(extra, npu or bool(qc.enable_npu_transformer)),
+        weights_only=weights_only,
         npu_legality=legality,
         dpu_rewrites=rewrites,
         tensor_formats=tensor_formats,
@@ -554,7 +562,7 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         preset=preset,
         optimize=bool(qc.optimize_model),
         simplify=bool(_opt(extra, "SimplifyModel")),
-        **_algorithms(qc, extra),
+        **algorithms,
     )
 
 

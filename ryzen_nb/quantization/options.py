@@ -91,7 +91,8 @@ EXTRA_OPTIONS: dict[str, Option] = {
         # -- what to quantize --------------------------------------------------------------------------------
         _o("QuantizeAllOpTypes", False, "quantize every op type the quantizer knows (the default here)", "accepted"),
         _o("ForceQuantizeNoInputCheck", False, "quantize ops whose inputs are not quantized (the default here)", "accepted"),
-        _o("WeightsOnly", False, "quantize weights only", "planned"),
+        _o("WeightsOnly", False, "quantize weights (and XINT8's int8 biases) only; activations stay float32, no "
+           "calibration is needed, and biases that would be int32 stay float, as in Quark"),
         _o("MatMulConstBOnly", False, "only MatMuls with a constant B", "planned"),
         _o("EnableSubgraph", False, "quantize subgraphs of If/Loop", "planned"),
         _o("AddQDQPairToWeight", False, "keep float weights with a Q/DQ pair", "accepted"),

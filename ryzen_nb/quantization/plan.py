@@ -8,8 +8,8 @@ named steps:
 2. :func:`_folded_tensors` — a Conv/Gemm/MatMul/Add output read only by a fusible activation
    stays float when ``fold_activations`` (the NPU applies the activation inside the operator);
 3. :func:`_plan_tensors` — every float input and output of those nodes: activations in the
-   activation format, weights, biases and other constants in theirs (mixed-precision overrides per
-   tensor), with the axis of per-channel scales or blocks;
+   activation format (none with ``weights_only``), weights, biases and other constants in theirs
+   (mixed-precision overrides per tensor), with the axis of per-channel scales or blocks;
 4. :func:`_check_named_tensors` — a mixed-precision tensor name the plan cannot apply is an error;
 5. :func:`_defer_past_value_selection` — a fixed-grid float format (bf16, fp16, fp8) is applied
    after Relu, MaxPool and data movement rather than before: the same numbers, fewer quantizers;
@@ -200,13 +200,15 @@ def _plan_tensors(index: ModelIndex, quantized: list[int], folded: set[str],
             if name in index.initializer_names:
                 if name not in settings.keep_float:
                     role, axis = _constant_role(node, info, k, _rank(index, name, 0), settings)
+                    if role == "bias" and settings.bias == "float":  # QuantizeBias=False, or WeightsOnly's int32
+                        continue
                     aligned = role == "constant" and info.kind == "eltwise" and settings.align_eltwise_types
                     add(name, role, i, axis, bias_of=i if role == "bias" else None,
                         ts=eltwise_constant if aligned else None)
-            else:
+            elif not settings.weights_only:
                 add(name, "activation", i, _activation_block_axis(info.reduction, _rank(index, name, 4)))
         for name in node.output:
-            if name and _is_float(index, name):
+            if name and _is_float(index, name) and not settings.weights_only:
                 add(name, "activation", -1, _activation_block_axis(None, _rank(index, name, 4)))
     for t in tensors.values():
         _settle_axis(index, t)
@@ -250,7 +252,9 @@ def _check_named_tensors(index: ModelIndex, tensors: dict[str, TensorPlan], fold
     quantizable = sorted(tensors)
     details = []
     for u in unknown:
-        if u in all_names:
+        if u in all_names and settings.weights_only and u not in index.initializer_names:
+            details.append(f"{u!r} is an activation, and WeightsOnly leaves every activation float")
+        elif u in all_names:
             details.append(f"{u!r} exists but is not an input or output of a quantized node")
         else:
             details.append(f"{u!r} is not in the model (closest: {', '.join(closest_first(u, quantizable)[:3])})")

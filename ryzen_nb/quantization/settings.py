@@ -59,6 +59,8 @@ class Settings:
     #: constants read by Add/Sub/Mul/Div take the activation format (weight settings otherwise), as
     #: Quark's AlignEltwiseQuantType does (its A16W8 preset; ignored in its NPU CNN/transformer flows)
     align_eltwise_types: bool = default("AlignEltwiseQuantType")
+    #: only weights, biases and other constants are quantized; every activation stays float32 (WeightsOnly)
+    weights_only: bool = default("WeightsOnly")
     keep_float: set[str] = field(default_factory=set)  #: constants never quantized (DPU correction factors)
     fold_tensors: set[str] = field(default_factory=set)  #: tensors never quantized (inside a fused NPU op)
     npu_legality: bool = False  #: XINT8 shift-range refinements (docs/npu-numerics.md#xint8-shift-limits)

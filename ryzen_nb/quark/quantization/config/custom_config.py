@@ -38,6 +38,10 @@ from ryzen_nb.quark.quantization.config.spec import (
 # the legacy presets under Quark's module-level names: XINT8_CONFIG, A8W8_ADAROUND_CONFIG, ...
 _LEGACY: dict[str, QuantizationConfig] = {f"{name}_CONFIG": config for name, config in DefaultConfigMapping.items()}
 globals().update(_LEGACY)
+# Quark names this one at module level only, outside DefaultConfigMapping: XINT8 with AdaRound on the
+# weights while every activation stays float (custom_config.py of amd-quark 0.13)
+XINT8_WEIGHTSONLY_ADAROUND_CONFIG = get_default_config("XINT8_ADAROUND")
+XINT8_WEIGHTSONLY_ADAROUND_CONFIG.extra_options["WeightsOnly"] = True
 
 adaround_algo = AdaRoundConfig()
 adaquant_algo = AdaQuantConfig()
@@ -75,5 +79,5 @@ __all__ = [
     "QConfig", "QuantizationConfig", "adaround_algo", "adaquant_algo",
     "XINT8_QCONFIG", "XINT8_ADAROUND_QCONFIG", "XINT8_ADAQUANT_QCONFIG", "VINT8_QCONFIG", "A8W8_QCONFIG",
     "A8W8_ADAROUND_QCONFIG", "A8W8_ADAQUANT_QCONFIG", "A16W8_QCONFIG", "A16W8_ADAROUND_QCONFIG",
-    "A16W8_ADAQUANT_QCONFIG", "BF16_QCONFIG", "BFP16_QCONFIG", *_LEGACY,
+    "A16W8_ADAQUANT_QCONFIG", "BF16_QCONFIG", "BFP16_QCONFIG", "XINT8_WEIGHTSONLY_ADAROUND_CONFIG", *_LEGACY,
 ]
