@@ -276,6 +276,8 @@ def _cmd_quantize(args: argparse.Namespace) -> int:
     # the exclusions add to the config file's, as they add to the preset's
     config.global_quant_config.nodes_to_exclude.extend(args.exclude_nodes or [])
     config.global_quant_config.op_types_to_exclude.extend(args.exclude_op_types or [])
+    if args.weights_only:
+        config.global_quant_config.extra_options["WeightsOnly"] = True
     summary = quantize(
         args.input,
         args.output,
@@ -297,11 +299,15 @@ def _print_quantization(summary: Any, args: argparse.Namespace) -> None:
     formats_used = sorted(summary.tensors_by_format.items(), key=lambda kv: -kv[1])
     kb = lambda n: f"{n / 1e6:.2f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"  # noqa: E731
     rows = [("OUTPUT", str(summary.output_path or args.output)),
-            ("--config" if args.config else "--preset", args.config or summary.preset or "XINT8"),
+            # the preset asked for: the summary names none once options changed it (--weights-only)
+            ("--config" if args.config else "--preset", args.config or (args.preset or "XINT8").upper()
+             + (", weights only" if args.weights_only else "")),
             ("tensors", f"{sum(summary.tensors_by_format.values())}: "
                         + ", ".join(f"{n} {name}" for name, n in formats_used)),
             ("--calib-data", f"{summary.calibration_samples} samples"
-                             + (f" from {args.calib_data}" if args.calib_data else " (random: no --calib-data given)")
+                             + (f" from {args.calib_data}" if args.calib_data else
+                                " (none needed: no activation is quantized)" if not summary.calibration_samples else
+                                " (random: no --calib-data given)")
                              + (f", at most --limit {args.limit}" if args.limit else "")
                              + f", {summary.calibration_seconds:.1f} s"),
             ("weights", f"{kb(summary.effective_bits_before / 8)} -> {kb(summary.effective_bits_after / 8)} "
@@ -441,6 +447,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--calib-data", help="folder of images or .npy/.npz files for calibration")
     p.add_argument("--limit", type=_positive_int, metavar="N", help="use at most N calibration samples")
     _input_shape_option(p)
+    p.add_argument("--weights-only", action="store_true",
+                   help="quantize the weights only, activations stay float32 (Quark's WeightsOnly); needs no "
+                        "--calib-data")
     p.add_argument("--exclude-nodes", nargs="*", metavar="NODE", help="node names to keep in float")
     p.add_argument("--exclude-op-types", nargs="*", metavar="OP", help="op types to keep in float")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")

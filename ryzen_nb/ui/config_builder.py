@@ -87,8 +87,11 @@ class ConfigBuilder(w.VBox):
         self.per_channel = w.Checkbox(description="per-channel weights", **_labelled())
         self.activation_symmetric = w.Checkbox(description="symmetric activations", **_labelled())
         self.weight_symmetric = w.Checkbox(description="symmetric weights", **_labelled())
+        # WeightsOnly: what the weights alone cost; needs no calibration data
+        self.weights_only = w.Checkbox(description="weights only (activations stay float32)", **_labelled())
         types = w.VBox([w.HBox([self.activation_type, self.weight_type]), self.calibrate_method,
-                        w.HBox([self.per_channel, self.activation_symmetric, self.weight_symmetric])])
+                        w.HBox([self.per_channel, self.activation_symmetric, self.weight_symmetric]),
+                        self.weights_only])
 
         # accuracy recovery
         self.cle = w.Checkbox(description="cross-layer equalization (CLE)", **_labelled())
@@ -141,7 +144,8 @@ class ConfigBuilder(w.VBox):
         self.mp_filter.observe(self._filter_tensors, names="value")
         self.ft_algorithm.observe(self._algorithm_changed, names="value")
         for control in (self.activation_type, self.weight_type, self.calibrate_method, self.per_channel,
-                        self.activation_symmetric, self.weight_symmetric, self.cle, self.bias_correction,
+                        self.activation_symmetric, self.weight_symmetric, self.weights_only, self.cle,
+                        self.bias_correction,
                         self.fast_ft, self.ft_algorithm, self.ft_iterations, self.ft_learning_rate,
                         self.ft_batch_size, self.exclude_op_types, self.exclude_nodes):
             control.observe(self._changed, names="value")
@@ -224,6 +228,7 @@ class ConfigBuilder(w.VBox):
             self.per_channel.disabled = bool(qc.enable_npu_cnn)  # XINT8: per-tensor only (resolve says why)
             self.activation_symmetric.value = bool(extra.get("ActivationSymmetric", default("ActivationSymmetric")))
             self.weight_symmetric.value = bool(extra.get("WeightSymmetric", default("WeightSymmetric")))
+            self.weights_only.value = bool(extra.get("WeightsOnly", default("WeightsOnly")))
             self.cle.value = bool(qc.include_cle)
             self.bias_correction.value = bool(extra.get("BiasCorrection", default("BiasCorrection")))
             self.fast_ft.value = bool(qc.include_fast_ft)
@@ -264,6 +269,7 @@ class ConfigBuilder(w.VBox):
         extra = qc.extra_options
         _set_or_drop(extra, "ActivationSymmetric", self.activation_symmetric.value, False, self._base.extra_options)
         _set_or_drop(extra, "WeightSymmetric", self.weight_symmetric.value, True, self._base.extra_options)
+        _set_or_drop(extra, "WeightsOnly", self.weights_only.value, False, self._base.extra_options)
         _set_or_drop(extra, "BiasCorrection", self.bias_correction.value, False, self._base.extra_options)
         if self.fast_ft.value:
             extra["FastFinetune"] = {**(extra.get("FastFinetune") or {}), "OptimAlgorithm": self.ft_algorithm.value,

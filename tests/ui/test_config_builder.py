@@ -66,6 +66,20 @@ def test_controls_build_the_config_and_its_code(model) -> None:
     assert "finetune" in summary.reports and "bias_correction" in summary.reports
 
 
+def test_weights_only_box_writes_the_option_and_the_config_quantizes_without_data(model) -> None:
+    builder = ConfigBuilder(model, preset="BF16")
+    assert builder.weights_only.value is False and "WeightsOnly" not in builder.code
+    builder.weights_only.value = True
+    assert builder.config.global_quant_config.extra_options["WeightsOnly"] is True
+    assert "extra_options['WeightsOnly'] = True" in builder.code and builder.problems == []
+    summary = ryzen_nb.quantize(model, None, builder.config, None, progress=False)
+    assert summary.calibration_samples == 0
+    assert not [n for n in summary.model.graph.node if n.op_type == "bfloat16QuantizeDequantize"
+                and n.input[0] not in {t.name for t in summary.model.graph.initializer}]
+    builder.weights_only.value = False
+    assert "WeightsOnly" not in builder.config.global_quant_config.extra_options
+
+
 def test_live_validation_and_errors_shown_in_the_widget(model) -> None:
     builder = ConfigBuilder(model, preset="XINT8")
     builder.activation_type.value = "QBFloat16"  # XINT8's MinMSE power-of-two method cannot do bf16

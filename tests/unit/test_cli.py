@@ -110,6 +110,17 @@ def test_the_quantization_summary_names_its_fields_as_the_command_does(work, cap
     assert code == 0 and '"calibration_samples": 4' in out  # --json stays the machine-readable form
 
 
+def test_weights_only_quantizes_without_data_and_says_what_it_did(work, capsys) -> None:
+    code, out, _ = run(capsys, "quantize", "cnn.onnx", "wo.onnx", "--preset", "A8W8", "--weights-only", "--quiet")
+    assert code == 0
+    fields = {line.split()[0]: line for line in out.splitlines() if line and not line[0].isspace()}
+    assert fields["--preset"].split(None, 1)[1] == "A8W8, weights only"
+    assert "0 samples (none needed: no activation is quantized)" in fields["--calib-data"]
+    model = onnx.load("wo.onnx")
+    assert not [n for n in model.graph.node if n.op_type == "QuantizeLinear"]
+    assert [n for n in model.graph.node if n.op_type == "DequantizeLinear"]  # the weights
+
+
 def test_zoo_calib_data_writes_samples_that_quantize_reads_and_never_overwrites(work, capsys) -> None:
     code, out, err = run(capsys, "zoo", "calib-data", "digits", "digits_calib", "--count", "5")
     assert code == 0, err
