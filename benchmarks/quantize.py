@@ -36,6 +36,11 @@ custom operators are run with its custom-op library (``quark.onnx.get_library_pa
     python -m benchmarks.quantize [--models resnet50,bert_base] [--presets XINT8,BF16] [--samples 16]
                                   [--quark-python /path/to/venv-quark/bin/python] [--csv F] [--json F]
     python -m benchmarks.quantize --quick      # the tiny models, three presets, short timing
+    python -m benchmarks.quantize --presets BF16:WeightsOnly,BFP16:WeightsOnly   # a preset with extra options
+
+A preset may carry extra options after colons (``BF16:WeightsOnly``, ``A8W8:Int32Bias=false``): each tool
+quantizes with the preset's config and those ``extra_options`` (a bare name sets True). Such a row has the
+base preset's speed goal, and onnxruntime runs only for the plain preset.
 """
 
 from __future__ import annotations
@@ -70,6 +75,31 @@ ORT_EQUIVALENT = {
 #: onnxruntime's own QDQ model of the same network (vs_ort >= 1)
 SPEED_GOAL = {"BF16": 0.95, "BFP16": 0.7, **{p: 0.5 for p in BLOCK_PRESETS if p.startswith("MX")}}
 INTEGER_PRESETS = {"XINT8", "A8W8", "A16W8"}
+
+
+def preset_spec(spec: str) -> tuple[str, dict]:
+    """``"BF16:WeightsOnly:CalibDataSize=8"`` -> ("BF16", {"WeightsOnly": True, "CalibDataSize": 8}): a
+    preset and the extra options set on it (values read as JSON, else kept as text; a bare name is True)."""
+    name, *options = spec.split(":")
+    extra: dict = {}
+    for option in options:
+        key, _, value = option.partition("=")
+        if not value:
+            extra[key.strip()] = True
+            continue
+        try:
+            extra[key.strip()] = json.loads(value)
+        except ValueError:
+            extra[key.strip()] = value
+    return name.strip().upper(), extra
+
+
+def _config(spec: str, get_default_config, config_class):
+    """The tool's Config for a preset spec: the preset as a user gets it, plus the spec's extra options."""
+    name, extra = preset_spec(spec)
+    qc = get_default_config(name)
+    qc.extra_options = {**(qc.extra_options or {}), **extra}
+    return config_class(global_quant_config=qc)
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -129,12 +159,14 @@ def _worker_reader(npz_path: str):
 def _work_ryzen_nb(job: dict) -> dict:
     t = time.perf_counter()
     import ryzen_nb
+    from ryzen_nb.quantization.config import Config, get_default_config
 
     import_s = time.perf_counter() - t
     rss_import = _peak_rss_mb()
     t = time.perf_counter()
     reader = _worker_reader(job["calibration"])
-    summary = ryzen_nb.quantize(job["model"], job["output"], job["preset"], reader, progress=False)
+    config = _config(job["preset"], get_default_config, Config)
+    summary = ryzen_nb.quantize(job["model"], job["output"], config, reader, progress=False)
     quant_s = time.perf_counter() - t
     return {"import_s": import_s, "rss_import_mb": rss_import, "quant_s": quant_s,
             "version": ryzen_nb.__version__, "tool_s": summary.total_seconds, "calib_s": summary.calibration_seconds}
@@ -200,7 +232,7 @@ def _work_quark(job: dict) -> dict:
     rss_import = _peak_rss_mb()
     t = time.perf_counter()
     reader = _worker_reader(job["calibration"])
-    config = Config(global_quant_config=get_default_config(job["preset"]))  # the preset as a user gets it
+    config = _config(job["preset"], get_default_config, Config)  # the preset as a user gets it
     ModelQuantizer(config).quantize_model(job["model"], job["output"], reader)
     quant_s = time.perf_counter() - t
     if not Path(job["output"]).exists():
@@ -272,7 +304,7 @@ def run_worker(python: str, job: dict, workdir: Path, timeout: float, memory_gb:
     """Run one quantization in a fresh ``python`` process, its address space capped at ``memory_gb`` GB (0:
     no cap; a worker that dies of it is ``out of memory (cap N GB)``); the log goes to a file next to the
     output."""
-    stem = f"{job['model_name']}_{job['preset']}_{job['tool']}"
+    stem = f"{job['model_name']}_{job['preset']}_{job['tool']}".replace(":", "+").replace("=", "-")
     job = {**job, "result": str(workdir / f"{stem}.result.json")}
     job_file = workdir / f"{stem}.job.json"
     job_file.write_text(json.dumps(job))
@@ -473,12 +505,13 @@ def goals(table, quark_status: str) -> list[str]:
                 lines.append(f"   {m:18s} {p:10s} not measured (ryzen-nb failed)")
                 continue
             quark = f"Quark {theirs.speed:.3f}x" if theirs is not None else "Quark not measured"
-            if p in INTEGER_PRESETS:
+            base = preset_spec(p)[0]
+            if base in INTEGER_PRESETS:
                 vs = ours.speed / ort_.speed if ort_ is not None else float("nan")
                 lines.append(f"   {m:18s} {p:10s} {ours.speed:.3f}x FP32, {vs:.2f}x onnxruntime's "
                              f"(goal >= 1)  {_verdict(vs, 1.0 if ort_ is not None else None)}   {quark}")
             else:
-                goal = SPEED_GOAL.get(p)
+                goal = SPEED_GOAL.get(base)
                 lines.append(f"   {m:18s} {p:10s} {ours.speed:.3f}x FP32 (goal >= {goal})  {_verdict(ours.speed, goal)}"
                              f"   {quark}")
     lines.append("2. quantize time: ryzen-nb quant_s / Quark quant_s <= 0.5 for every preset "
@@ -507,6 +540,12 @@ def goals(table, quark_status: str) -> list[str]:
                          f"top-1 {ours.top1:.2f} - {theirs.top1:.2f} = {dt:+.2f}  "
                          f"{'met' if dc >= -1e-4 and dt >= 0 else 'NOT met'}")
     return lines
+
+
+def _spelled(spec: str) -> str:
+    """A preset spec as the table names it: the preset upper-cased, its extra options as written."""
+    name, _, options = spec.strip().partition(":")
+    return name.upper() + (":" + options if options else "")
 
 
 def main(argv: list[str] | None = None):
@@ -542,7 +581,7 @@ def main(argv: list[str] | None = None):
     import onnxruntime as ort
     import pandas as pd
 
-    presets = [p.strip().upper() for p in args.presets.split(",")] if args.presets else (
+    presets = [_spelled(p) for p in args.presets.split(",") if p.strip()] if args.presets else (
         QUICK_PRESETS if args.quick else PRESETS)
     models = [m.strip() for m in args.models.split(",") if m.strip()] if args.models else (
         catalogue.QUICK if args.quick else catalogue.DEFAULT)
@@ -586,7 +625,7 @@ def main(argv: list[str] | None = None):
                         print(row_line(rows[-1]), flush=True)
                         continue
                     python = args.quark_python if tool == "quark" else sys.executable
-                    out = workdir / f"{m}_{p}_{tool}.onnx"
+                    out = workdir / f"{m}_{p}_{tool}.onnx".replace(":", "+").replace("=", "-")
                     job = {"tool": tool, "preset": p, "model": str(info["path"]), "model_name": m,
                            "calibration": str(info["calibration"]), "output": str(out)}
                     print(f"[{m} {p} {tool}] quantizing ...", end=" ", flush=True, file=sys.stderr)

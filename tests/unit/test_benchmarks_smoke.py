@@ -45,3 +45,10 @@ def test_goal_bookkeeping_no_goal_is_not_a_miss():
     assert bench._verdict(0.96, 0.95) == "met" and bench._verdict(0.94, 0.95) == "NOT met"
     assert bench._verdict(1.4, 1.5, higher_is_better=False) == "met"
     assert bench._verdict(1.6, 1.5, higher_is_better=False) == "NOT met"
+
+
+def test_a_preset_spec_carries_extra_options() -> None:
+    assert bench.preset_spec("bf16:WeightsOnly:CalibDataSize=8:MinMSEMode=All") == (
+        "BF16", {"WeightsOnly": True, "CalibDataSize": 8, "MinMSEMode": "All"})
+    assert bench.preset_spec("XINT8") == ("XINT8", {})
+    assert bench._spelled(" bfp16:WeightsOnly") == "BFP16:WeightsOnly"
