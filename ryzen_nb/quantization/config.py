@@ -504,7 +504,9 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
     if formats.get(w_fmt).info.family != "integer" or formats.get(act_fmt).info.family != "integer":
         bias = "weight" if bias == "int32" else bias
     weights_only = bool(_opt(extra, "WeightsOnly"))
-    if weights_only and bias == "int32":  # an int32 bias takes the input activation's scale, which is not there
+    if weights_only and bias == "int32":
+        # Quark skips its int32 bias pass with WeightsOnly (an int32 bias takes the input activation's scale,
+        # which is not there); biases of float, block and XINT8 weights it quantizes as weights, as here
         bias = "float"
     tensor_formats: dict[str, str] = {}
     for type_name, names in (_opt(extra, "MixedPrecisionTensor") or {}).items():
@@ -542,6 +544,7 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         align_concat=bool(_opt(extra, "AlignConcat")),
         align_eltwise_types=_align_eltwise_types(extra, npu or bool(qc.enable_npu_transformer)),
         weights_only=weights_only,
+        force_no_input_check=bool(_opt(extra, "ForceQuantizeNoInputCheck")),
         npu_legality=legality,
         dpu_rewrites=rewrites,
         tensor_formats=tensor_formats,

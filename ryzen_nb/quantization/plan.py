@@ -198,7 +198,7 @@ def _plan_tensors(index: ModelIndex, quantized: list[int], folded: set[str],
             if not name or not _is_float(index, name) or k in info.config_inputs:
                 continue
             if name in index.initializer_names:
-                if name not in settings.keep_float:
+                if name not in settings.keep_float and not _gated_constant(node, settings):
                     role, axis = _constant_role(node, info, k, _rank(index, name, 0), settings)
                     if role == "bias" and settings.bias == "float":  # QuantizeBias=False, or WeightsOnly's int32
                         continue
@@ -213,6 +213,16 @@ def _plan_tensors(index: ModelIndex, quantized: list[int], folded: set[str],
     for t in tensors.values():
         _settle_axis(index, t)
     return tensors
+
+
+#: operators whose constants Quark quantizes only when their input is quantized, or with
+#: ForceQuantizeNoInputCheck (amd-quark 0.13, quark/onnx/operators/quant_ops/layernorm.py): it
+#: shows with WeightsOnly, where no input is (ryzen-nb otherwise quantizes a node whatever its input)
+INPUT_GATED_CONSTANTS = frozenset({"LayerNormalization"})
+
+
+def _gated_constant(node: onnx.NodeProto, settings: Settings) -> bool:
+    return settings.weights_only and not settings.force_no_input_check and node.op_type in INPUT_GATED_CONSTANTS
 
 
 def _constant_role(node: onnx.NodeProto, info: OpInfo, k: int, rank: int, settings: Settings) -> tuple[str, int]:

@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper
 from ryzen_nb import Config, get_default_config, quantize
 from ryzen_nb.errors import ConfigError
 from ryzen_nb.quark.quantization.config.custom_config import XINT8_WEIGHTSONLY_ADAROUND_CONFIG
-from ryzen_nb.testing import random_images, resnet_cnn
+from ryzen_nb.testing import bert_encoder, random_images, resnet_cnn
 from tests.helpers import session
 
 
@@ -73,14 +73,28 @@ def test_weights_only_gives_the_presets_weights_and_leaves_activations_float(sma
     assert changed, f"{preset}: no weight differs from the float model's; nothing was quantized"
 
 
-def test_weights_only_int32_biases_stay_float_and_xint8_biases_are_int8(small) -> None:
-    """As Quark: an int32 bias takes the input's scale, which WeightsOnly does not compute, so it stays
-    float; XINT8's biases have power-of-two scales of their own and are quantized."""
+@pytest.mark.parametrize(("preset", "float_biases"), [("A8W8", True), ("A16W8", True), ("BF16", False),
+                                                     ("BFP16", False), ("XINT8", False)])
+def test_weights_only_leaves_biases_float_where_quark_does(small, preset: str, float_biases: bool) -> None:
+    """As Quark: with WeightsOnly its int32 bias pass does not run (an int32 bias takes the input's
+    scale, which is not computed), so A8W8 and A16W8 biases stay float; biases that Quark quantizes
+    as weights (float and block types, where it turns Int32Bias off, and XINT8, whose NPU CNN flow has
+    it off) are quantized as without WeightsOnly."""
     model, data = small
-    a8w8 = quantize(model, None, _config("A8W8", WeightsOnly=True), None, progress=False).model
-    inits = {t.name: t for t in a8w8.graph.initializer}
-    convs = [n for n in a8w8.graph.node if n.op_type == "Conv"]
-    assert all(n.input[2] in inits and inits[n.input[2]].data_type == onnx.TensorProto.FLOAT for n in convs)
+    for weights_only, expect_float in ((False, False), (True, float_biases)):
+        q = quantize(model, None, _config(preset, WeightsOnly=weights_only), data, progress=False).model
+        inits = {t.name: t for t in q.graph.initializer}
+        macs = [n for n in q.graph.node if n.op_type in ("Conv", "Gemm")]
+        assert macs and all(len(n.input) > 2 for n in macs)
+        # a quantized bias is read through a node (DequantizeLinear, a quantizer function) or stored
+        # on the format's grid under a name of its own; a float one is the prepared model's initializer
+        read_as_is = [n.input[2] in inits and inits[n.input[2]].data_type == onnx.TensorProto.FLOAT
+                      and not n.input[2].endswith(f"_{preset}") for n in macs]
+        assert all(read_as_is) if expect_float else not any(read_as_is), (preset, weights_only, read_as_is)
+
+
+def test_weights_only_xint8_biases_are_int8(small) -> None:
+    model, data = small
     xint8 = quantize(model, None, _config("XINT8", WeightsOnly=True), None, progress=False).model
     producers = {o: n for n in xint8.graph.node for o in n.output}
     biases = [producers.get(n.input[2]) for n in xint8.graph.node if n.op_type == "Conv"]
@@ -114,6 +128,24 @@ def test_weights_only_with_adaround_fits_the_rounding_to_float_activations(small
     error = {name: float(np.mean((outputs(m) - reference) ** 2)) for name, m in (("nearest", nearest),
                                                                                  ("adaround", fitted))}
     assert error["adaround"] < error["nearest"], error
+
+
+@pytest.mark.parametrize(("preset", "force", "quantized"), [("BFP16", None, False), ("BFP16", True, True),
+                                                         ("BF16", None, True)])
+def test_weights_only_layernorm_constants_follow_force_quantize_no_input_check(preset, force, quantized) -> None:
+    """Quark quantizes a LayerNormalization's scale and bias only when its input is quantized or with
+    ForceQuantizeNoInputCheck (which its BF16 preset sets and its BFP16 preset does not): with
+    WeightsOnly no input is."""
+    model = bert_encoder(0, layers=1)
+    extra = {"WeightsOnly": True} | ({"ForceQuantizeNoInputCheck": force} if force is not None else {})
+    summary = quantize(model, None, _config(preset, **extra), None, progress=False)
+    norms = [n for n in model.graph.node if n.op_type == "LayerNormalization"]
+    constants = [name for n in norms for name in n.input[1:] if name]
+    assert norms and constants
+    assert all((name in summary.formats_by_tensor) == quantized for name in constants), summary.formats_by_tensor
+    inits = {t.name for t in model.graph.initializer}  # names as the source model has them
+    weights = [n.input[1] for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in inits]
+    assert weights and all(w in summary.formats_by_tensor for w in weights)  # the projections', either way
 
 
 def test_weights_only_refuses_what_it_cannot_apply(small) -> None:
