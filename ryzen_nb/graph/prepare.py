@@ -81,6 +81,9 @@ class PreparedModel:
     dynamic_batch: dict[str, str] = field(default_factory=dict)
     #: names of source nodes preparation removed -> what became of them ("folded into 'conv1'")
     folded_nodes: dict[str, str] = field(default_factory=dict)
+    #: {output name: value} for each of prepare()'s ``reference_feeds``, from the load check's session
+    #: (empty when none were given or they did not run); the quantizer's last check compares with them
+    reference_outputs: list[dict[str, np.ndarray]] = field(default_factory=list)
 
     def session(self) -> ort.InferenceSession:
         return ort_session(self.model)
@@ -205,6 +208,7 @@ def prepare(
     sample: Mapping[str, np.ndarray] | None = None,
     optimize: bool = True,
     matmul_add_to_gemm: bool = True,
+    reference_feeds: Sequence[Mapping[str, np.ndarray]] = (),
 ) -> PreparedModel:
     """Check, upgrade, fold and make static a copy of ``model``.
 
@@ -215,7 +219,9 @@ def prepare(
     comes back in the quantized model (``PreparedModel.dynamic_batch``). Any dimension still
     dynamic after that is an error naming it. ``optimize=False`` skips constant folding;
     ``matmul_add_to_gemm=False`` keeps MatMul + bias Add pairs as they are (see
-    :func:`fuse_matmul_add`).
+    :func:`fuse_matmul_add`). The session that checks the prepared model loads also runs
+    ``reference_feeds`` (``PreparedModel.reference_outputs``): a second session for them costs the
+    quantizer a load of the whole model.
     """
     m = load_model(model)
     steps: list[str] = []
@@ -249,16 +255,19 @@ def prepare(
     free_batch = {name: label for name, label in dynamic_batch(m).items() if not batch_fixed_by(input_shapes, name)}
     has_subgraphs = any(g is not m.graph for g in walk_graphs(m.graph))
     done = len(steps)
+    references: list[dict[str, np.ndarray]] = []
     try:
         work = _copy(m) if has_subgraphs else m
-        m, free = _rest(work, input_shapes, sample, free_batch, optimize, matmul_add_to_gemm, steps, folded_nodes), free_batch
+        m, free = _rest(work, input_shapes, sample, free_batch, optimize, matmul_add_to_gemm, steps, folded_nodes,
+                        reference_feeds, references), free_batch
     except ModelError as exc:
         if not has_subgraphs or "cannot load the prepared model" not in str(exc):
             raise
         # If/Loop bodies typed for any shape may not type-check for one fixed shape (a branch that is
         # never taken for it): the model then stays as dynamic as its inputs are declared
         del steps[done:]
-        m = _rest(m, None, None, {}, optimize, matmul_add_to_gemm, steps, folded_nodes, static=False)
+        m = _rest(m, None, None, {}, optimize, matmul_add_to_gemm, steps, folded_nodes, reference_feeds, references,
+                  static=False)
         free = {}
         steps.append("kept the inputs as dynamic as declared: with fixed shapes onnxruntime rejects the model's "
                      f"If/Loop bodies ({str(exc).split(':', 1)[-1].strip()[:160]})")
@@ -269,7 +278,7 @@ def prepare(
     for step in steps:
         log.debug("prepare: %s", step)
     return PreparedModel(model=m, inputs=input_specs(m), steps=steps, source_opset=source_opset,
-                         dynamic_batch=free, folded_nodes=folded_nodes)
+                         dynamic_batch=free, folded_nodes=folded_nodes, reference_outputs=references)
 
 
 def _copy(m: onnx.ModelProto) -> onnx.ModelProto:
@@ -279,9 +288,11 @@ def _copy(m: onnx.ModelProto) -> onnx.ModelProto:
 
 
 def _rest(m: onnx.ModelProto, input_shapes, sample, free_batch: Mapping[str, str], optimize: bool,
-          matmul_add_to_gemm: bool, steps: list[str], folded_nodes: dict[str, str], static: bool = True,
-          ) -> onnx.ModelProto:
-    """The preparation steps from fixing the input shapes on (see :func:`prepare`)."""
+          matmul_add_to_gemm: bool, steps: list[str], folded_nodes: dict[str, str],
+          reference_feeds: Sequence[Mapping[str, np.ndarray]] = (), references: list | None = None,
+          static: bool = True) -> onnx.ModelProto:
+    """The preparation steps from fixing the input shapes on (see :func:`prepare`); the outputs for
+    ``reference_feeds`` go into ``references``."""
     if static:
         m, fixed = make_inputs_static(m, input_shapes, sample, free_batch)
         if fixed:
@@ -306,9 +317,16 @@ def _rest(m: onnx.ModelProto, input_shapes, sample, free_batch: Mapping[str, str
         if fused or scaled:
             m = _infer_shapes(m)
     try:
-        ort_session(m)
+        session = ort_session(m)
     except Exception as exc:
         raise ModelError(f"onnxruntime cannot load the prepared model: {exc}") from exc
+    if references is not None and reference_feeds:
+        try:
+            names = [o.name for o in m.graph.output]
+            references[:] = [dict(zip(names, session.run(names, dict(feed)), strict=True)) for feed in reference_feeds]
+        except Exception as exc:  # noqa: BLE001 - an odd feed: the quantizer's check runs its own session
+            log.debug("reference outputs skipped: %s", exc)
+            references.clear()
     return m
 
 

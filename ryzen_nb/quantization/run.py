@@ -202,6 +202,8 @@ class QuantizationRun:
     #: (quantized model, its onnxruntime session) for finish()'s output and batch checks: made once, as a
     #: BFP16/MX model's functions take ~0.5 s to load on every session (the load check avoids it too)
     _checked: tuple[onnx.ModelProto, Any] | None = field(default=None, repr=False)
+    #: the calibration samples whose FP32 outputs preparation recorded (prepared.reference_outputs)
+    checked_feeds: list[dict[str, np.ndarray]] = field(default_factory=list, repr=False)
 
     @classmethod
     def prepare(cls, model: ModelLike, config: Any, calibration_data: Any = None, *,
@@ -225,6 +227,7 @@ class QuantizationRun:
             log.warning("calibrating on random data (UseRandomData): ranges will not reflect real inputs")
             calibration_data = RandomReader(specs, settings.random_shapes, settings.random_range)
         reader = first = None
+        checked: list[dict[str, np.ndarray]] = []  # the samples of finish()'s output check
         if calibration_data is not None:
             reader = make_reader(
                 calibration_data,
@@ -236,14 +239,17 @@ class QuantizationRun:
                 reader = CastingReader(reader, {s.name: np.float32 for s in specs if s.dtype == np.float32})
                 reader.bind([s.name for s in specs])
             first = reader.get_next()
-            reader.rewind()
             if first is None:
                 raise CalibrationDataError("The calibration data holds no samples.")
             check_feed(first, specs, 0)  # a bad first sample is a data problem, reported as one
+            # finish()'s output check reads two samples: the FP32 model runs them while it is prepared
+            checked = [first] + [s for s in [reader.get_next()] if s is not None]
+            reader.rewind()
         prepared = prepare(float_model, input_shapes=input_shapes, sample=first, optimize=settings.optimize,
-                           matmul_add_to_gemm=settings.simplify)
+                           matmul_add_to_gemm=settings.simplify, reference_feeds=checked)
         return cls(settings, full_config, prepared, None, None, reader, source, progress, start_time,
-                   float16_io=float16, source_outputs=source_outputs, inputs=run_inputs(model, calibration_data))
+                   float16_io=float16, source_outputs=source_outputs, inputs=run_inputs(model, calibration_data),
+                   checked_feeds=checked if prepared.reference_outputs else [])
 
     def start(self) -> None:
         """Apply the XINT8 DPU rewrites the config asks for, then plan, calibrate and assign
@@ -359,11 +365,18 @@ class QuantizationRun:
         any others downstream; this is the one place that sees both models on the same inputs."""
         if self.reader is None:
             return []
-        feeds = self.samples(samples)
         names = [o.name for o in self.prepared.model.graph.output]
+        recorded = self.prepared.reference_outputs[:samples]
         try:
-            float_session, quantized_session = _check_session(self.prepared.model), self._session_of(quantized)
-            reference = [float_session.run(names, f) for f in feeds]
+            if self.checked_feeds and recorded and all(n in r for r in recorded for n in names):
+                # the FP32 model as the user gave it, recorded while preparing it (before any DPU rewrite
+                # or equalization, which keep or refine its function): a second FP32 session costs a load
+                feeds, reference = self.checked_feeds[:samples], [[r[n] for n in names] for r in recorded]
+            else:
+                feeds = self.samples(samples)
+                float_session = _check_session(self.prepared.model)
+                reference = [float_session.run(names, f) for f in feeds]
+            quantized_session = self._session_of(quantized)
             result = [quantized_session.run(names, f) for f in feeds]
         except Exception as exc:  # noqa: BLE001 - the load check has passed; an odd feed only skips the check
             log.debug("output check skipped: %s", exc)

@@ -14,6 +14,7 @@ from ryzen_nb import metrics, quantize
 from ryzen_nb.errors import CalibrationDataError, ModelError
 from ryzen_nb.evaluation import compare
 from ryzen_nb.evaluation.folders import evaluate_folders
+from ryzen_nb.quantization.run import QuantizationRun
 from tests.robustness.models import conv_net
 
 
@@ -133,6 +134,10 @@ def test_an_output_that_collapses_is_named_in_a_warning(caplog) -> None:
         summary = quantize(model, None, "A8W8", list(data), progress=False)
     notes = [n for n in summary.notes if "Output 'y'" in n]
     assert notes and "wrong" in notes[0] and "A16W8" in notes[0]
+    # the FP32 side of the check is what preparation recorded, on the same two samples
+    run = QuantizationRun.prepare(model, "A8W8", list(data))
+    assert len(run.prepared.reference_outputs) == len(run.checked_feeds) == 2
+    np.testing.assert_array_equal(run.checked_feeds[1]["x"], data[1])
     assert any("Output 'y'" in r.getMessage() for r in caplog.records)
     # 16-bit activations hold it: no warning
     assert not [n for n in quantize(model, None, "A16W8", list(data), progress=False).notes

@@ -55,6 +55,21 @@ def test_prepare_folds_and_upgrades_without_changing_outputs(gemm: bool) -> None
     assert "W" in {t.name for t in prepared.model.graph.initializer}
 
 
+def test_prepare_records_the_outputs_of_reference_feeds() -> None:
+    """What the quantizer's last check compares with: the prepared model's outputs for the feeds,
+    from the session that checks it loads; a feed that does not fit leaves none, never wrong ones."""
+    model = conv_bn_model()
+    feeds = [{"x": np.random.default_rng(seed).standard_normal((2, 3, 8, 8)).astype(np.float32)} for seed in (1, 2)]
+    prepared = prepare(model, sample=feeds[0], reference_feeds=feeds)
+    assert len(prepared.reference_outputs) == 2
+    for feed, recorded in zip(feeds, prepared.reference_outputs, strict=True):
+        assert list(recorded) == ["y"]
+        np.testing.assert_array_equal(recorded["y"], run(prepared.model, **feed))
+    odd = prepare(model, sample=feeds[0], reference_feeds=[feeds[0], {"x": np.zeros((2, 3, 5, 5), np.float32)}])
+    assert odd.reference_outputs == []
+    assert prepare(model, sample=feeds[0]).reference_outputs == []
+
+
 def test_conv_transpose_bn_folding() -> None:
     rng = np.random.default_rng(2)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)  # [C_in, C_out/group, k, k], group 1
