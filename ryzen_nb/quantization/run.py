@@ -465,6 +465,9 @@ def _collapse_problem(reference: np.ndarray, quantized: np.ndarray) -> str:
     a, b = np.asarray(reference, np.float64).ravel(), np.asarray(quantized, np.float64).ravel()
     if a.shape != b.shape or not np.all(np.isfinite(a)):
         return ""
+    bad = int(np.count_nonzero(~np.isfinite(b)))
+    if bad:  # cosine would be NaN, which is no number to compare: say what it is
+        return f"holds {bad} NaN or Inf value(s) (of {b.size}) where FP32's are finite"
     if np.ptp(a) > 0 and np.ptp(b) == 0:
         return f"is constant ({b[0]:.4g}) where FP32's varies"
     c = cosine(a, b)

@@ -114,6 +114,25 @@ def test_compare_scores_nan_outputs_as_nan() -> None:
         assert np.isnan(row[column]), column
 
 
+def test_an_output_that_turns_infinite_is_named_in_a_warning() -> None:
+    """Small positive values next to a large one round to code 0 in 8 bits, and Log(0) is -Inf where
+    FP32's logarithms are finite. The last check used to compare by cosine, which is NaN then, and said
+    nothing: the model came back as a success with -Inf in 7 of its 8 outputs."""
+    from onnx import TensorProto
+
+    from ryzen_nb.graph.builder import make_model
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Log", ["r"], ["y"])]
+    graph = helper.make_graph(nodes, "log_of_zero", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    rng = np.random.default_rng(0)
+    data = [np.concatenate([[100.0], rng.uniform(0.001, 0.01, 7)]).astype(np.float32)[None] for _ in range(4)]
+    summary = quantize(make_model(graph, opset=17), None, "A8W8", data, progress=False)
+    notes = [n for n in summary.notes if "Output 'y'" in n]
+    assert notes and "NaN or Inf value(s)" in notes[0] and "where FP32's are finite" in notes[0], summary.notes
+    assert "wrong" in notes[0]
+
+
 def test_an_output_that_collapses_is_named_in_a_warning(caplog) -> None:
     """A tiny signal riding on a large offset: 8-bit activations cannot hold it, the quantized output
     is constant where FP32's varies. The run says so instead of returning the model as a success."""
