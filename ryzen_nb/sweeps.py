@@ -186,8 +186,10 @@ def _score(ctx: _Context, c: _Config | None) -> list[dict[str, Any]]:
     except Exception as exc:  # noqa: BLE001 - one failing configuration is a row, not the end of the sweep
         return [{**row, "target": t, "error": f"{type(exc).__name__}: {exc}"[:300]} for t in ctx.targets]
     rows = []
+    broken = row.pop("nonfinite", 0)
     for t in ctx.targets:
-        r = {**row, "target": t, "error": ""}
+        r = {**row, "target": t, "error": f"{broken} output value(s) NaN or Inf where FP32's are finite: "
+                                          "no score" if broken else ""}
         try:
             program = npu.compile(model, t)
             r["npu_share"] = program.npu_share
@@ -203,6 +205,11 @@ def _task_metrics(ctx: _Context, outputs: list[np.ndarray]) -> dict[str, float]:
     out = {"cosine": float(np.mean([metrics.cosine(a, b) for a, b in pairs])),
            "l2": float(np.mean([metrics.l2(a, b) for a, b in pairs])),
            "agreement": float(np.mean([int(np.argmax(a)) == int(np.argmax(b)) for a, b in pairs]))}
+    broken = sum(int(np.count_nonzero(~np.isfinite(b))) for a, b in pairs if np.all(np.isfinite(a)))
+    if broken:
+        # wrong numbers get no score: the arg-max of NaN is index 0, which can "agree" with FP32's,
+        # and a user's metric may read them as anything; the row says why (and leaves the Pareto front)
+        return {**out, "agreement": float("nan"), "metric": float("nan"), "nonfinite": broken}
     if ctx.metric is not None:
         out["metric"] = float(ctx.metric(outputs, ctx.labels))
     elif ctx.labels is not None:

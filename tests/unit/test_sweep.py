@@ -104,6 +104,25 @@ def test_sweep_on_a_local_cluster_matches_this_process(model, cluster) -> None:
     assert {trace.name for trace in figure.data if trace.mode == "markers"} == {"PHX", "STX"}
 
 
+def test_a_configuration_with_nan_or_inf_outputs_gets_no_score() -> None:
+    """A8W8 rounds the small inputs of a Log to 0 (-Inf out): its arg-max would "agree" with FP32's on
+    every sample and score 1.0. It gets an error and no metric instead, and stays off the Pareto front."""
+    from onnx import TensorProto, helper
+
+    from ryzen_nb.graph.builder import make_model
+
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("Log", ["r"], ["y"])]
+    graph = helper.make_graph(nodes, "log_of_zero", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])])
+    rng = np.random.default_rng(0)
+    data = [np.concatenate([[100.0], rng.uniform(0.001, 0.01, 7)]).astype(np.float32)[None] for _ in range(4)]
+    table = ryzen_nb.sweep(make_model(graph, opset=17), data, presets=["A8W8", "BF16"], executor=1, progress=False)
+    a8w8, bf16 = (table[table.preset == p].iloc[0] for p in ("A8W8", "BF16"))
+    assert "NaN or Inf" in a8w8.error and np.isnan(a8w8.metric) and np.isnan(a8w8.agreement)
+    assert bf16.error == "" and bf16.metric == 1.0
+    assert not pareto_front(table).loc[table.preset == "A8W8"].any()
+
+
 def test_sweep_rejects_unknown_names_before_starting(model) -> None:
     with pytest.raises(UnknownNameError):
         ryzen_nb.sweep(model, random_images(2), presets=["XINT9"], executor=1, progress=False)
