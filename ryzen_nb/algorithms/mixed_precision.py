@@ -301,7 +301,8 @@ def _greedy(run: QuantizationRun, layout: _Layout, candidates: list[int], rows: 
     from tqdm.auto import tqdm
 
     key = "sensitivity_top1_drop" if o.top1_target is not None else "sensitivity_l2"
-    ranked = sorted(candidates, key=lambda k: rows[k].get(key, np.inf))
+    # a unit whose switch makes the outputs NaN or Inf (sensitivity NaN) ranks as the most sensitive
+    ranked = sorted(candidates, key=lambda k: np.nan_to_num(rows[k].get(key, np.inf), nan=np.inf))
     last: dict[str, float] = {}
     for k in tqdm(ranked, desc="mixed precision", unit="layer", disable=not run.progress, leave=False):
         if o.num_target and len(chosen) >= o.num_target:
@@ -312,9 +313,11 @@ def _greedy(run: QuantizationRun, layout: _Layout, candidates: list[int], rows: 
         else:
             f, d = layout.assignment(chosen + [k])
             m = evaluator({**extra, **f}, d)
-        if (o.l2_target is not None and m["l2"] > o.l2_target) or \
-                (o.top1_target is not None and m["top1_drop"] > o.top1_target):
-            break  # the least sensitive unit left already breaks the target
+        if not np.isfinite(m["l2"]) or (o.l2_target is not None and m["l2"] > o.l2_target) or \
+                (o.top1_target is not None and not m["top1_drop"] <= o.top1_target):
+            # the least sensitive unit left already breaks the target, or makes the outputs NaN or Inf
+            # (an L2 of NaN compares as within any target, and a task metric may score wrong numbers)
+            break
         chosen.append(k)
         last = m
     return last

@@ -72,3 +72,27 @@ def test_layers_switched_to_a_block_format_take_their_biases_along() -> None:
     program = npu.compile(summary.model, "STX")
     assert {n.precision for n in program.nodes if n.op_type == "Conv"} == {"BFP16"}
     assert len(program.cpu_reasons()) == 0
+
+
+def test_a_switch_that_makes_the_outputs_infinite_is_never_taken() -> None:
+    """int8 activations round the small inputs of a Log to 0 (-Inf out), int16 ones do not. The search
+    compared the step's L2 (NaN) with the target, which NaN passes, and switched the unit: the model came
+    back with -Inf outputs under "L2 nan". A NaN or Inf step now breaks any target."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    from ryzen_nb.graph.builder import make_model
+
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["m"], name="mm"), helper.make_node("Relu", ["m"], ["r"], name="relu"),
+             helper.make_node("Log", ["r"], ["y"], name="log")]
+    graph = helper.make_graph(nodes, "log_of_zero", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 8])],
+                              [numpy_helper.from_array(np.eye(8, dtype=np.float32), "W")])
+    rng = np.random.default_rng(0)
+    data = [np.concatenate([[100.0], rng.uniform(0.01, 0.1, 7)]).astype(np.float32)[None] for _ in range(8)]
+    qc = get_default_config("A16W8")
+    qc.include_auto_mp = True
+    qc.extra_options["AutoMixprecision"] = {"ActTargetQuantType": "QInt8", "L2Target": 1e9}
+    summary = ryzen_nb.quantize(make_model(graph, opset=17), None, qc, data, progress=False)
+    assert summary.formats_by_tensor["r"] == "int16", summary.formats_by_tensor
+    assert np.isfinite(summary.reports["mixed_precision"].final["l2"])
+    assert not [n for n in summary.notes if "NaN or Inf" in n]
