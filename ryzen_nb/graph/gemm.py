@@ -17,8 +17,9 @@ from ryzen_nb.graph.checks import outer_scope_reads
 __all__ = ["fold_scales_into_gemms", "fuse_matmul_add"]
 
 
-def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) -> int:
-    """Turn ``Add(MatMul(A, W), b)`` with constant ``W [K, N]`` and bias ``b [N]`` into a Gemm.
+def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) -> tuple[int, int]:
+    """Turn ``Add(MatMul(A, W), b)`` with constant ``W [K, N]`` and bias ``b [N]`` into a Gemm, and a
+    MatMul with a constant float ``W`` and no such bias into a Gemm without one.
 
     A Gemm carries its bias into the accumulator: integer presets quantize it to int32 with scale
     s_A * s_W instead of rounding the MatMul output to 8 bits before the bias is added, as the NPU
@@ -26,14 +27,15 @@ def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) ->
     is reshaped to 2-D around the Gemm, once for all the pairs that read it (an attention layer's
     query, key and value projections: as Quark's simplified models). The Gemm takes the MatMul's node
     name and the Add's output name, so everything downstream keeps its names. Returns the number of
-    pairs fused.
+    MatMuls turned into Gemms and how many of them took their bias Add along.
 
     The Gemm reads ``W`` transposed (``transB=1``, ``W`` as ``[N, K]``), as in Quark's simplified
     models: with ``W`` as ``[K, N]``, onnxruntime turns a quantized weight's DequantizeLinear and
     the Gemm into its MatMulNBits kernel, which by default (``session.qdq_matmulnbits_accuracy_level``
     4) rounds the activations to int8 inside: in a plain session MiniLM in A16W8 scored a cosine of
-    0.9758 where the model as written scores 0.9768. ``W`` keeps its name when the MatMul alone
-    read it.
+    0.9758 where the model as written scores 0.9768. The same holds for a MatMul without a bias (T5's
+    and many decoders' projections), hence the Gemm without one: onnxruntime fuses no Gemm so. ``W``
+    keeps its name when the MatMul alone read it.
     """
     graph = m.graph
     inits = {t.name: t for t in graph.initializer}
@@ -47,22 +49,18 @@ def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) ->
     flattened: dict[tuple[str, int], str] = {}  # (A, K) -> A as [-1, K]: one Reshape for the query, key and value
     transposed: dict[str, str] = {}  # W -> W as [N, K]
     for mm in graph.node:
-        if mm.op_type != "MatMul" or mm.input[1] not in inits or len(inits[mm.input[1]].dims) != 2:
+        if mm.op_type != "MatMul" or mm.input[1] not in inits or len(inits[mm.input[1]].dims) != 2 or \
+                inits[mm.input[1]].data_type != onnx.TensorProto.FLOAT:
             continue
-        users = consumers.get(mm.output[0], [])
-        if len(users) != 1 or users[0].op_type != "Add" or mm.output[0] in graph_outputs:
-            continue
-        add = users[0]
-        bias = add.input[1] if add.input[0] == mm.output[0] else add.input[0]
         k, n = inits[mm.input[1]].dims
-        if bias not in inits or int(np.prod(inits[bias].dims)) != n or inits[bias].dims[-1:] != [n]:
-            continue
+        add, bias = _bias_add(mm, consumers.get(mm.output[0], []), inits, n, graph_outputs)
         a_shape = shapes.get(mm.input[0])
         if not a_shape or len(a_shape) < 2 or any(d is None or d <= 0 for d in a_shape):
             continue
+        out = (add or mm).output[0]
         tag = mm.name or mm.output[0]
         b_vec = bias
-        if len(inits[bias].dims) != 1:
+        if bias is not None and len(inits[bias].dims) != 1:
             b_vec = f"{bias}_vector"
             if b_vec not in inits:  # a bias shared by several pairs is reshaped once
                 vec = numpy_helper.from_array(numpy_helper.to_array(inits[bias]).reshape(n), b_vec)
@@ -77,23 +75,25 @@ def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) ->
             graph.initializer.append(shape_2d)
             a2 = flattened[(mm.input[0], k)] = f"{tag}_gemm_input"
             nodes.append(helper.make_node("Reshape", [mm.input[0], shape_2d.name], [a2], name=f"{tag}_gemm_reshape_in"))
-        y2 = add.output[0] if len(a_shape) == 2 else f"{tag}_gemm_output"
+        y2 = out if len(a_shape) == 2 else f"{tag}_gemm_output"
         w_t = transposed.get(mm.input[1]) or _transposed(graph, inits, mm.input[1],
                                                           in_place=len(consumers[mm.input[1]]) == 1
                                                           and mm.input[1] not in graph_outputs)
         transposed[mm.input[1]] = w_t
-        nodes.append(helper.make_node("Gemm", [a2, w_t, b_vec], [y2], name=mm.name or f"{tag}_gemm", transB=1))
+        nodes.append(helper.make_node("Gemm", [a2, w_t] + ([b_vec] if bias is not None else []), [y2],
+                                      name=mm.name or f"{tag}_gemm", transB=1))
         if len(a_shape) > 2:
             # -1 for the leading dimension: the batch stays free for a model whose batch is dynamic
             out_shape = numpy_helper.from_array(np.array([-1, *a_shape[1:-1], n], np.int64), f"{tag}_gemm_output_shape")
             graph.initializer.append(out_shape)
-            nodes.append(helper.make_node("Reshape", [y2, out_shape.name], [add.output[0]], name=f"{tag}_gemm_reshape_out"))
+            nodes.append(helper.make_node("Reshape", [y2, out_shape.name], [out], name=f"{tag}_gemm_reshape_out"))
         replaced[id(mm)] = nodes
-        dropped.add(id(add))
-        if folded is not None and add.name:
-            folded[add.name] = f"fused with its MatMul into Gemm {mm.name or f'{tag}_gemm'!r}"
+        if add is not None:
+            dropped.add(id(add))
+            if folded is not None and add.name:
+                folded[add.name] = f"fused with its MatMul into Gemm {mm.name or f'{tag}_gemm'!r}"
     if not replaced:
-        return 0
+        return 0, 0
     new_nodes: list[onnx.NodeProto] = []
     for node in graph.node:
         if id(node) in replaced:
@@ -111,7 +111,20 @@ def fuse_matmul_add(m: onnx.ModelProto, folded: dict[str, str] | None = None) ->
         kept = [t for t in graph.initializer if t.name not in unread]
         del graph.initializer[:]
         graph.initializer.extend(kept)
-    return len(replaced)
+    return len(replaced), len(dropped)
+
+
+def _bias_add(mm: onnx.NodeProto, users: list[onnx.NodeProto], inits: dict[str, onnx.TensorProto], n: int,
+              graph_outputs: set[str]) -> tuple[onnx.NodeProto | None, str | None]:
+    """The Add that alone reads ``mm``'s output and adds a constant bias of ``n`` values, and that bias;
+    (None, None) when there is none."""
+    if len(users) != 1 or users[0].op_type != "Add" or mm.output[0] in graph_outputs:
+        return None, None
+    add = users[0]
+    bias = add.input[1] if add.input[0] == mm.output[0] else add.input[0]
+    if bias not in inits or int(np.prod(inits[bias].dims)) != n or inits[bias].dims[-1:] != [n]:
+        return None, None
+    return add, bias
 
 
 def _transposed(graph: onnx.GraphProto, inits: dict[str, onnx.TensorProto], name: str, in_place: bool) -> str:

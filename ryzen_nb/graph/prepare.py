@@ -218,7 +218,7 @@ def prepare(
     ``sample`` (e.g. the first calibration feed) are used inside, and a dynamic batch dimension
     comes back in the quantized model (``PreparedModel.dynamic_batch``). Any dimension still
     dynamic after that is an error naming it. ``optimize=False`` skips constant folding;
-    ``matmul_add_to_gemm=False`` keeps MatMul + bias Add pairs as they are (see
+    ``matmul_add_to_gemm=False`` keeps MatMuls (and their bias Adds) as they are (see
     :func:`fuse_matmul_add`). The session that checks the prepared model loads also runs
     ``reference_feeds`` (``PreparedModel.reference_outputs``): a second session for them costs the
     quantizer a load of the whole model.
@@ -308,9 +308,9 @@ def _rest(m: onnx.ModelProto, input_shapes, sample, free_batch: Mapping[str, str
             steps.append(f"folded constants: {before} -> {len(m.graph.node)} nodes")
     m = _infer_shapes(m)
     if matmul_add_to_gemm:
-        fused = fuse_matmul_add(m, folded_nodes)
+        fused, with_bias = fuse_matmul_add(m, folded_nodes)
         if fused:
-            steps.append(f"turned {fused} MatMul + bias Add pair(s) into Gemm")
+            steps.append(f"turned {fused} MatMul(s) with a constant weight into Gemm ({with_bias} with their bias Add)")
         scaled = fold_scales_into_gemms(m, folded_nodes)
         if scaled:
             steps.append(f"folded {scaled} constant Mul(s) after a Gemm into its weight and bias")

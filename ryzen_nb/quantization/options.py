@@ -149,7 +149,8 @@ EXTRA_OPTIONS: dict[str, Option] = {
         _o("ConvertSoftmaxToDPUVersion", False, "bf16 polynomial Softmax", "planned"),
         _o("ConvertInstanceNormToDPUVersion", False, "DPU InstanceNorm", "planned"),
         # -- graph preprocessing ---------------------------------------------------------------------------------
-        _o("SimplifyModel", True, "MatMul + bias Add pairs become Gemm (the bias then adds into the accumulator)"),
+        _o("SimplifyModel", True, "MatMuls with a constant weight become Gemm, with their bias Add if any (the bias "
+           "then adds into the accumulator; onnxruntime runs the Gemm as written)"),
         _o("SimplifyModelOptions", {}, "", "accepted"),
         _o("SkipPreprocess", False, "", "accepted"),
         _o("PreprocessYAML", None, "", "accepted"),

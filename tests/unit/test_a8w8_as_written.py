@@ -67,3 +67,32 @@ def test_an_a8w8_model_is_evaluated_as_written() -> None:
     # float convolutions may sum in another order and move a value across a rounding boundary (one
     # output code, about 0.1 here); the fused int8 kernels were off by up to 2.0 on AVX2
     assert diff < 0.25, diff
+
+
+def test_an_a16w8_projection_without_bias_computes_as_written_in_a_plain_session() -> None:
+    """A MatMul with a constant weight and no bias (T5's and many decoders' projections): onnxruntime's
+    default session turned the weight's DequantizeLinear and the MatMul into MatMulNBits, which rounds
+    the activations to int8 inside, so an A16W8 model computed something else than itself there.
+    Preparation now writes it as a Gemm reading the weight transposed, without a bias, which
+    onnxruntime leaves alone; the output keeps its name and the FP32 model's values."""
+    rng = np.random.default_rng(0)
+    weight = numpy_helper.from_array((rng.standard_normal((16, 16)) * 0.3).astype(np.float32), "W")
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["y"], name="projection")]
+    graph = helper.make_graph(nodes, "bias_free", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 16])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 16])], [weight])
+    model = make_model(graph, opset=17)
+    # a large value beside small ones: int16 holds the small ones, int8 would not
+    data = [np.concatenate([[[50.0]], rng.uniform(0.01, 0.1, (1, 15))], axis=1).astype(np.float32)[None].repeat(4, 1)
+            for _ in range(8)]
+    summary = ryzen_nb.quantize(model, None, "A16W8", data, progress=False)
+    gemms = [n for n in summary.model.graph.node if n.op_type == "Gemm"]
+    assert [g.name for g in gemms] == ["projection"] and len(gemms[0].input) == 2
+    assert not [n for n in summary.model.graph.node if n.op_type == "MatMul"]
+    assert [o.name for o in summary.model.graph.output] == ["y"]
+    so = ort.SessionOptions()
+    so.log_severity_level = 3
+    plain = ort.InferenceSession(summary.model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    for feed in data[:3]:
+        np.testing.assert_array_equal(plain.run(None, {"x": feed})[0], _as_written(summary.model).run(None, {"x": feed})[0])
+    quantized, reference = (ort_session(m).run(None, {"x": data[0]})[0].ravel() for m in (summary.model, model))
+    assert quantized @ reference / (np.linalg.norm(quantized) * np.linalg.norm(reference)) > 0.99

@@ -68,7 +68,10 @@ INTEGER_KERNELS = {"Conv", "Add", "Mul", "AveragePool", "LeakyRelu", "GlobalAver
     ("BF16", {"Conv", "Gemm", "MatMul"}), ("BFP16", {"Conv", "Gemm", "MatMul"}),
 ])
 def test_every_kernel_is_bit_exact_against_the_reference(preset: str, expected: set[str]) -> None:
-    q = ryzen_nb.quantize(op_zoo(), None, preset, ZOO_DATA, progress=False).model
+    config = ryzen_nb.get_default_config(preset)
+    # SimplifyModel would make the MatMul with a constant weight a Gemm: keep it, for its own kernel
+    config.extra_options["SimplifyModel"] = False
+    q = ryzen_nb.quantize(op_zoo(), None, config, ZOO_DATA, progress=False).model
     for rounding in ("half_up", "half_even") if preset == "XINT8" else ("half_up",):
         session = npu.NPUSession(q, "STX", rounding=rounding)
         assert not any(node.domain == MARKER_DOMAIN for node in session.emulated.graph.node)  # plain ONNX
@@ -408,8 +411,9 @@ def test_session_surface_and_options() -> None:
         npu.NPUSession(q, "PHX", rounding="nearest")
 
 
+@pytest.mark.parametrize("simplify", [False, True], ids=["MatMul", "as Gemm"])
 @pytest.mark.parametrize("preset", ["XINT8", "A8W8"])
-def test_large_reductions_stay_exact(preset: str) -> None:
+def test_large_reductions_stay_exact(preset: str, simplify: bool) -> None:
     """Integer MACs run as float32 Conv/MatMul only while every partial sum is below 2**23; larger
     ones use ConvInteger / MatMulInteger (one integer MAC costs about one float32 MAC), or where
     their requantisation does not apply (XINT8 with half-even rounding) split the weight in base-16
@@ -427,11 +431,13 @@ def test_large_reductions_stay_exact(preset: str) -> None:
     graph = helper.make_graph(nodes, "large", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 512, 4, 4])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4])], [w_conv, w_big, shape, reps])
     data = list(rng.standard_normal((8, 1, 512, 4, 4)).astype(np.float32))
-    q = ryzen_nb.quantize(make_model(graph), None, preset, data, progress=False).model
+    config = ryzen_nb.get_default_config(preset)
+    config.extra_options["SimplifyModel"] = simplify  # a MatMul with a constant weight becomes a Gemm
+    q = ryzen_nb.quantize(make_model(graph), None, config, data, progress=False).model
     for rounding in ("half_up", "half_even") if preset == "XINT8" else ("half_up",):
         session = npu.NPUSession(q, "STX", rounding=rounding)
         checked = session.check_kernels({"x": data[0]})
-        assert set(checked.op) == {"Conv", "MatMul"} and checked.mismatches.sum() == 0
+        assert set(checked.op) == {"Conv", "Gemm" if simplify else "MatMul"} and checked.mismatches.sum() == 0
         ops = [n.op_type for n in session.emulated.graph.node]
         digits = preset == "XINT8" and rounding == "half_even"
         assert ops.count("Conv") == (2 if digits else 0)  # the 3x3 convolution in two base-16 digits, or
