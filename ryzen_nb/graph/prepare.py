@@ -145,9 +145,11 @@ def prune_unused(m: onnx.ModelProto) -> None:
         if any(o in needed for o in node.output if o):
             kept.append(node)
             needed.update(i for i in node.input if i)
-            for attr in node.attribute:  # names a subgraph reads from the outer scope
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    needed.update(i for n in attr.g.node for i in n.input)
+            for attr in node.attribute:  # names a subgraph, or one nested in it, reads from the outer scope
+                for sub in [attr.g] if attr.type == onnx.AttributeProto.GRAPH else list(attr.graphs):
+                    for g in walk_graphs(sub):
+                        needed.update(i for n in g.node for i in n.input if i)
+                        needed.update(o.name for o in g.output)  # a body may return an outer tensor as is
     del graph.node[:]
     graph.node.extend(reversed(kept))
     inits = [t for t in graph.initializer if t.name in needed]

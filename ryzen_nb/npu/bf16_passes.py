@@ -13,7 +13,7 @@ from onnx import helper
 
 from ryzen_nb.graph.attributes import attribute
 from ryzen_nb.graph.prepare import prune_unused
-from ryzen_nb.npu.code_passes import _graph_maps, _read_in_subgraphs
+from ryzen_nb.npu.code_passes import graph_maps
 
 __all__ = ["BF16_WIDENED", "drop_bf16_round_trips", "with_widened"]
 
@@ -30,8 +30,7 @@ def drop_bf16_round_trips(m: onnx.ModelProto) -> None:
     second rounding is a pass over the tensor for nothing (ResNet50 BF16: 190 of them). The float32
     tensors only that rounding read then go; the model's metadata lists them with their bf16
     source (:data:`BF16_WIDENED`), and :func:`with_widened` puts their Casts back for inspection."""
-    _, graph_outputs, producers, _ = _graph_maps(m)
-    graph_outputs |= _read_in_subgraphs(m.graph)
+    _, graph_outputs, producers, _ = graph_maps(m)
 
     def cast_to(name: str, to: int) -> onnx.NodeProto | None:
         n = producers.get(name)

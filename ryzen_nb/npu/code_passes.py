@@ -18,9 +18,10 @@ from onnx import helper, numpy_helper
 
 from ryzen_nb.graph.attributes import attribute
 from ryzen_nb.graph.builder import GraphBuilder
+from ryzen_nb.graph.checks import outer_scope_reads
 from ryzen_nb.graph.prepare import prune_unused
 
-__all__ = ["CENTRED_CODES", "FLOAT_CODES", "code_sources", "restored_codes", "rewrite_codes"]
+__all__ = ["CENTRED_CODES", "FLOAT_CODES", "code_sources", "graph_maps", "restored_codes", "rewrite_codes"]
 
 
 def rewrite_codes(m: onnx.ModelProto) -> None:
@@ -59,7 +60,7 @@ def _moves_on_codes(m: onnx.ModelProto) -> None:
     ``s`` and ``zp`` gives ``c`` back. So the operator runs on the codes, without the two passes
     over the tensor (YOLOv8n's 18 Concats and 9 Splits in XINT8), as the NPU moves them. The
     DequantizeLinears stay for their other readers; :func:`prune_unused` drops the rest."""
-    inits, graph_outputs, producers, readers = _graph_maps(m)
+    inits, graph_outputs, producers, readers = graph_maps(m)
 
     def quantizers(n: onnx.NodeProto) -> list[int] | None:
         """Positions of the QuantizeLinears after the value-moving ``n`` (one per output), when
@@ -142,7 +143,7 @@ def _max_pools_in_float(m: onnx.ModelProto) -> None:
     where the float one takes 0.5 ms). The codes are cast to float32 and back instead: the same
     numbers (the maximum commutes with a positive scale), at float speed. The DequantizeLinear stays
     for its other readers; :func:`prune_unused` drops it if there are none."""
-    inits, graph_outputs, producers, readers = _graph_maps(m)
+    inits, graph_outputs, producers, readers = graph_maps(m)
     taken = {name for n in m.graph.node for name in (*n.input, *n.output, n.name)}
     taken |= set(inits) | {i.name for i in m.graph.input} | graph_outputs
     b = GraphBuilder(prefix="npu_maxpool", reserved=taken)
@@ -216,8 +217,7 @@ def _centred_codes(m: onnx.ModelProto) -> None:
     DequantizeLinear (its zero point becomes int8 0), or another operator moving codes in the group.
     A group with any other reader, or a graph output, stays as it is. The renamed tensors are listed
     in the model's metadata (:data:`CENTRED_CODES`): :func:`code_sources` finds them."""
-    inits, graph_outputs, producers, readers = _graph_maps(m)
-    graph_outputs |= _read_in_subgraphs(m.graph)  # a body of If/Loop reading a code tensor keeps it as it is
+    inits, graph_outputs, producers, readers = graph_maps(m)
     nodes = m.graph.node
 
     def zero_128(n: onnx.NodeProto) -> bool:
@@ -330,16 +330,6 @@ def _centred_codes(m: onnx.ModelProto) -> None:
     helper.set_model_props(m, {**{p.key: p.value for p in m.metadata_props}, CENTRED_CODES: " ".join(sorted(centred))})
 
 
-def _read_in_subgraphs(graph: onnx.GraphProto) -> set[str]:
-    """Every tensor name a node inside an If / Loop / Scan body of ``graph`` reads."""
-    names: set[str] = set()
-    for n in graph.node:
-        for a in n.attribute:
-            for body in ([a.g] if a.type == onnx.AttributeProto.GRAPH else list(a.graphs)):
-                names |= {t for inner in body.node for t in inner.input} | _read_in_subgraphs(body)
-    return names
-
-
 #: the emulated model's metadata key listing the int8 code tensors :func:`_float_codes` keeps as floats
 FLOAT_CODES = "ryzen_nb.npu.float_codes"
 _FLOAT = "_float"
@@ -369,8 +359,7 @@ def _float_codes(m: onnx.ModelProto) -> None:
     onnxruntime then fuses into the Conv before it. Codes that only Convs read are rounded by two
     1x1 depthwise Convs with a kernel of ones and a bias of + and - 1.5 * 2**23 (:func:`_rounding_convs`).
     """
-    inits, graph_outputs, producers, readers = _graph_maps(m)
-    graph_outputs |= _read_in_subgraphs(m.graph)
+    inits, graph_outputs, producers, readers = graph_maps(m)
     nodes = m.graph.node
     positions = {o: i for i, n in enumerate(nodes) for o in n.output}
 
@@ -573,17 +562,19 @@ def _names(m: onnx.ModelProto) -> set[str]:
         {t.name for t in m.graph.initializer} | {v.name for v in (*m.graph.input, *m.graph.output)}
 
 
-def _graph_maps(m: onnx.ModelProto) -> tuple[dict[str, onnx.TensorProto], set[str], dict[str, onnx.NodeProto],
-                                             dict[str, list[int]]]:
-    """What the passes on codes look up: initializers by name, the graph outputs, each tensor's
-    producer and the positions of its readers."""
+def graph_maps(m: onnx.ModelProto) -> tuple[dict[str, onnx.TensorProto], set[str], dict[str, onnx.NodeProto],
+                                            dict[str, list[int]]]:
+    """What the passes on codes look up: initializers by name, the tensors to keep as they are (the
+    graph outputs, and what an If / Loop / Scan body reads from the main graph: its readers are not
+    in the node list, and a pass that moved or renamed such a tensor would leave the body reading a
+    name nothing writes), each tensor's producer and the positions of its readers."""
     inits = {t.name: t for t in m.graph.initializer}
     producers = {o: n for n in m.graph.node for o in n.output}
     readers: dict[str, list[int]] = {}
     for position, n in enumerate(m.graph.node):
         for name in n.input:
             readers.setdefault(name, []).append(position)
-    return inits, {o.name for o in m.graph.output}, producers, readers
+    return inits, {o.name for o in m.graph.output} | outer_scope_reads(m.graph), producers, readers
 
 
 def _one_quantization(n: onnx.NodeProto, inits: dict[str, onnx.TensorProto]) -> tuple | None:

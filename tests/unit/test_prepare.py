@@ -70,6 +70,37 @@ def test_prepare_records_the_outputs_of_reference_feeds() -> None:
     assert prepare(model, sample=feeds[0]).reference_outputs == []
 
 
+def test_prune_keeps_what_a_nested_body_reads() -> None:
+    """An If inside an If's branch reads ``t`` from the main graph: ``t``'s producer stays."""
+    from ryzen_nb.graph.builder import make_model
+    from ryzen_nb.graph.prepare import prune_unused
+
+    def branch(name: str, source: str) -> onnx.GraphProto:
+        return helper.make_graph([helper.make_node("Identity", [source], [f"{name}_y"])], name, [],
+                                 [helper.make_tensor_value_info(f"{name}_y", TensorProto.FLOAT, None)])
+
+    inner = helper.make_node("If", ["c"], ["inner_y"], then_branch=branch("inner_then", "t"),
+                             else_branch=branch("inner_else", "x"))
+    outer_then = helper.make_graph([inner], "outer_then", [], [helper.make_tensor_value_info("inner_y", TensorProto.FLOAT, None)])
+    nodes = [helper.make_node("Neg", ["x"], ["t"], name="producer"),
+             helper.make_node("If", ["c"], ["y"], then_branch=outer_then, else_branch=branch("outer_else", "x"))]
+    graph = helper.make_graph(nodes, "nested", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                                                helper.make_tensor_value_info("c", TensorProto.BOOL, [])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    model = make_model(graph, opset=17)
+    prune_unused(model)
+    assert [n.name for n in model.graph.node][0] == "producer"
+    x = np.array([1.0, -2.0], np.float32)
+    np.testing.assert_array_equal(session_run(model, x), -x)
+
+
+def session_run(model: onnx.ModelProto, x: np.ndarray) -> np.ndarray:
+    import onnxruntime as ort
+
+    return ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"x": x, "c": np.array(True)})[0]
+
+
 def test_conv_transpose_bn_folding() -> None:
     rng = np.random.default_rng(2)
     w = rng.standard_normal((4, 3, 3, 3)).astype(np.float32)  # [C_in, C_out/group, k, k], group 1
