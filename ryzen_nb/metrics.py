@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 __all__ = ["cosine", "l2", "mse", "psnr", "ssim", "sqnr", "max_abs", "fidelity", "topk_accuracy", "agreement",
-           "FIDELITY_METRICS", "all_finite"]
+           "FIDELITY_METRICS", "all_finite", "nonfinite_where_finite"]
 
 FIDELITY_METRICS = ("cosine", "l2", "mse", "psnr", "sqnr", "max_abs")
 
@@ -43,6 +43,14 @@ def _pair(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def all_finite(*arrays: np.ndarray) -> bool:
     """Whether every value of every array is finite (metrics are NaN otherwise)."""
     return all(bool(np.isfinite(np.asarray(x, dtype=np.float64)).all()) for x in arrays)
+
+
+def nonfinite_where_finite(reference: np.ndarray, test: np.ndarray) -> int:
+    """How many values of ``test`` are NaN or Inf when every value of ``reference`` is finite (0 when
+    ``reference`` is not): wrong numbers every metric above turns into NaN, which compares as nothing."""
+    if not all_finite(reference):
+        return 0
+    return int(np.count_nonzero(~np.isfinite(np.asarray(test, dtype=np.float64))))
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

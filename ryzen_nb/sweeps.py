@@ -205,7 +205,7 @@ def _task_metrics(ctx: _Context, outputs: list[np.ndarray]) -> dict[str, float]:
     out = {"cosine": float(np.mean([metrics.cosine(a, b) for a, b in pairs])),
            "l2": float(np.mean([metrics.l2(a, b) for a, b in pairs])),
            "agreement": float(np.mean([int(np.argmax(a)) == int(np.argmax(b)) for a, b in pairs]))}
-    broken = sum(int(np.count_nonzero(~np.isfinite(b))) for a, b in pairs if np.all(np.isfinite(a)))
+    broken = sum(metrics.nonfinite_where_finite(a, b) for a, b in pairs)
     if broken:
         # wrong numbers get no score: the arg-max of NaN is index 0, which can "agree" with FP32's,
         # and a user's metric may read them as anything; the row says why (and leaves the Pareto front)

@@ -49,7 +49,7 @@ from ryzen_nb.graph.io import (
 )
 from ryzen_nb.graph.prepare import constants_to_initializers, input_specs, ort_session, prepare
 from ryzen_nb.graph.shapes import restore_dynamic_batch
-from ryzen_nb.metrics import cosine
+from ryzen_nb.metrics import cosine, nonfinite_where_finite
 from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config, resolve
 from ryzen_nb.quantization.emit import emit, metadata_for
 from ryzen_nb.quantization.parameters import assign_parameters, check_finite_constants, guard_divisors
@@ -61,6 +61,8 @@ __all__ = ["QuantizationRun", "QuantizationSummary", "as_settings", "run_inputs"
 
 log = logging.getLogger(__name__)
 
+#: calibration samples finish()'s output check runs through both models
+CHECK_SAMPLES = 2
 #: what a calibration folder is read for: a new file of these kinds written into it would join the data
 CALIBRATION_SUFFIXES = (".npy", ".npz", *IMAGE_SUFFIXES)
 
@@ -242,8 +244,10 @@ class QuantizationRun:
             if first is None:
                 raise CalibrationDataError("The calibration data holds no samples.")
             check_feed(first, specs, 0)  # a bad first sample is a data problem, reported as one
-            # finish()'s output check reads two samples: the FP32 model runs them while it is prepared
-            checked = [first] + [s for s in [reader.get_next()] if s is not None]
+            # finish()'s output check reads CHECK_SAMPLES samples: the FP32 model runs them while it is prepared
+            checked = [first]
+            while len(checked) < CHECK_SAMPLES and (sample := reader.get_next()) is not None:
+                checked.append(sample)
             reader.rewind()
         prepared = prepare(float_model, input_shapes=input_shapes, sample=first, optimize=settings.optimize,
                            matmul_add_to_gemm=settings.simplify, reference_feeds=checked)
@@ -359,7 +363,7 @@ class QuantizationRun:
             self._checked = (quantized, _check_session(quantized))
         return self._checked[1]
 
-    def _collapsed_outputs(self, quantized: onnx.ModelProto, samples: int = 2) -> list[str]:
+    def _collapsed_outputs(self, quantized: onnx.ModelProto, samples: int = CHECK_SAMPLES) -> list[str]:
         """A last check on the calibration data, never scored as success: an output that collapsed
         (constant, or far from FP32) is named in a warning with what to try. Wrong numbers look like
         any others downstream; this is the one place that sees both models on the same inputs."""
@@ -465,7 +469,7 @@ def _collapse_problem(reference: np.ndarray, quantized: np.ndarray) -> str:
     a, b = np.asarray(reference, np.float64).ravel(), np.asarray(quantized, np.float64).ravel()
     if a.shape != b.shape or not np.all(np.isfinite(a)):
         return ""
-    bad = int(np.count_nonzero(~np.isfinite(b)))
+    bad = nonfinite_where_finite(a, b)
     if bad:  # cosine would be NaN, which is no number to compare: say what it is
         return f"holds {bad} NaN or Inf value(s) (of {b.size}) where FP32's are finite"
     if np.ptp(a) > 0 and np.ptp(b) == 0:
