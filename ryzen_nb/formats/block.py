@@ -154,6 +154,11 @@ class BlockFormat(NumericFormat):
         return fb.to_function(self.function_name(rounding, layout), ["x"], ["y"], attributes=attributes, doc=doc)
 
     def _lower(self, b: GraphBuilder, x: str, *, rank: int, shape: Any, axis: int, rounding: Rounding) -> str:
+        if rank == 0:
+            # a scalar is one block of one value, as to_blocks() views it: the function's views need an axis
+            one = b.call(self.onnx_function(rounding, Layout.choose((1,), 1, 0, self.block_size)),
+                         b.op("Reshape", x, b.const(np.array([1], np.int64), hint="one")), axis=0, shape=[1])
+            return b.op("Reshape", one, b.const(np.zeros(0, np.int64), hint="scalar"))
         layout = Layout.choose(shape, rank, axis, self.block_size)
         attrs: dict[str, Any] = {"axis": axis}
         if layout.static:

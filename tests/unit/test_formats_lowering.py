@@ -2,7 +2,7 @@
 
 Covers several shapes and axes, every ties rule a format offers, and the edge cases of block
 formats: all-zero blocks, one huge value in a block, lengths not divisible by the block size,
-rank-1 and rank-4 tensors, subnormals, ±0, Inf and NaN. ±0 are compared exactly too.
+scalars, rank-1 and rank-4 tensors, subnormals, ±0, Inf and NaN. ±0 are compared exactly too.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ ALL = formats.names()
 # static shapes exercise every layout variant of the block formats: outer/inner (blocks along the
 # last axis) x aligned/padded; check() also runs the shape-agnostic (dynamic) variant
 SHAPES = [((37,), 0), ((3, 70), 1), ((3, 70), 0), ((2, 19, 5, 3), 1), ((2, 4, 3, 33), -1), ((1, 1, 1, 1), 1),
-          ((2, 64, 3, 5), 1), ((4, 96), 1), ((96, 4), 0), ((2, 3, 64), 2)]
+          ((2, 64, 3, 5), 1), ((4, 96), 1), ((96, 4), 0), ((2, 3, 64), 2), ((), 0)]
 
 
 def params_for(fmt: formats.NumericFormat, x: np.ndarray, axis: int, per_channel: bool) -> dict:
@@ -47,7 +47,7 @@ def check(name: str, x: np.ndarray, axis: int, per_channel: bool = False, **opti
 
 def random_tensor(rng: np.random.Generator, shape) -> np.ndarray:
     magnitudes = rng.choice([1e-6, 1e-2, 1.0, 30.0, 1e4], size=shape)
-    return (rng.standard_normal(shape) * magnitudes).astype(np.float32)
+    return np.asarray(rng.standard_normal(shape) * magnitudes, dtype=np.float32)  # shape () too
 
 
 @pytest.mark.parametrize("name", ALL)
