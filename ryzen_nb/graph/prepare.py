@@ -322,6 +322,12 @@ def _rest(m: onnx.ModelProto, input_shapes, sample, free_batch: Mapping[str, str
         session = ort_session(m)
     except Exception as exc:
         raise ModelError(f"onnxruntime cannot load the prepared model: {exc}") from exc
+    feed = sample if sample is not None else (reference_feeds[0] if reference_feeds else None)
+    if feed is not None:
+        recorded = _record_unknown_ranks(m, feed)
+        if recorded:
+            steps.append(f"recorded the rank of {recorded} tensor(s) whose shape onnx cannot infer, from a run of "
+                         "the sample (block formats choose their axis by rank)")
     if references is not None and reference_feeds:
         try:
             names = [o.name for o in m.graph.output]
@@ -333,6 +339,40 @@ def _rest(m: onnx.ModelProto, input_shapes, sample, free_batch: Mapping[str, str
 
 
 # -- steps ---------------------------------------------------------------------------------------------
+def _record_unknown_ranks(m: onnx.ModelProto, feed: Mapping[str, np.ndarray]) -> int:
+    """Declare the rank (dimensions left unnamed) of each main-graph tensor whose shape onnx's inference
+    leaves unknown, as one run of ``feed`` shows it: the outputs of an If or a Loop, and what follows
+    them (Silero VAD's decoder). Without a rank the quantizer guessed 4 and gave a block format axis 1,
+    which a vector does not have. Only ranks: the sizes may depend on the data."""
+    known = {vi.name for vi in list(m.graph.input) + list(m.graph.value_info) + list(m.graph.output)
+             if vi.type.tensor_type.HasField("shape")} | {t.name for t in m.graph.initializer}
+    unknown = list(dict.fromkeys(o for node in m.graph.node for o in node.output if o and o not in known))
+    if not unknown:
+        return 0
+    probe = onnx.ModelProto()
+    probe.CopyFrom(m)
+    probe.graph.output.extend(onnx.ValueInfoProto(name=name) for name in unknown)
+    try:
+        values = ort_session(probe).run(unknown, dict(feed))
+    except Exception as exc:  # noqa: BLE001 - best effort, as shape inference is: the quantizer guesses then
+        log.debug("ranks not recorded: %s", exc)
+        return 0
+    declared = {vi.name: vi for vi in m.graph.value_info}
+    count = 0
+    for name, value in zip(unknown, values, strict=True):
+        if not isinstance(value, np.ndarray):
+            continue  # a sequence or map
+        vi = declared.get(name) or m.graph.value_info.add(name=name)
+        t = vi.type.tensor_type
+        if not t.elem_type:
+            t.elem_type = onnx.helper.np_dtype_to_tensor_dtype(value.dtype)
+        t.shape.dim.extend(onnx.TensorShapeProto.Dimension() for _ in range(value.ndim))
+        if not value.ndim:
+            t.shape.SetInParent()  # a scalar: a shape with no dimensions, not an unknown one
+        count += 1
+    return count
+
+
 def _check(m: onnx.ModelProto) -> None:
     if too_large_to_serialize(m):  # the checker serializes the model; onnxruntime's load below checks it
         log.debug("model over 2 GiB: onnx's checker skipped")

@@ -380,11 +380,15 @@ class QuantizationRun:
                 feeds = self.samples(samples)
                 float_session = _check_session(self.prepared.model)
                 reference = [float_session.run(names, f) for f in feeds]
-            quantized_session = self._session_of(quantized)
-            result = [quantized_session.run(names, f) for f in feeds]
-        except Exception as exc:  # noqa: BLE001 - the load check has passed; an odd feed only skips the check
+        except Exception as exc:  # noqa: BLE001 - an odd feed only skips the check
             log.debug("output check skipped: %s", exc)
             return []
+        try:  # the FP32 model ran these feeds: the quantized one must too
+            quantized_session = self._session_of(quantized)
+            result = [quantized_session.run(names, f) for f in feeds]
+        except Exception as exc:
+            raise ConfigError(f"internal error: the quantized model does not run on the calibration data in "
+                              f"onnxruntime, where the FP32 model does: {str(exc).strip()[:500]}") from exc
         warnings, remedies = [], _collapse_remedies(self.settings)
         for k, name in enumerate(names):
             problem = _collapse_problem(np.concatenate([r[k].ravel() for r in reference]),
@@ -526,7 +530,7 @@ def _finish(model: onnx.ModelProto) -> onnx.ModelProto:
     return model
 
 
-_CHECKED_FUNCTIONS: set[tuple[str, str, bytes]] = set()
+_CHECKED_FUNCTIONS: set[tuple[str, str, bytes, int | None]] = set()
 
 
 def _load_check(model: onnx.ModelProto) -> None:
@@ -549,8 +553,10 @@ def _load_check(model: onnx.ModelProto) -> None:
         f = functions.get((node.domain, node.op_type))
         if f is None or len(node.input) != 1 or len(node.output) != 1:
             continue
-        key = (f.domain, f.name, f.SerializeToString(deterministic=True))
         x = value_infos.get(node.input[0])
+        # per rank too: a dynamic-layout body's shape arithmetic depends on it
+        rank = len(x.type.tensor_type.shape.dim) if x is not None and x.type.tensor_type.HasField("shape") else None
+        key = (f.domain, f.name, f.SerializeToString(deterministic=True), rank)
         if key not in _CHECKED_FUNCTIONS and x is not None:
             _CHECKED_FUNCTIONS.add(key)
             y = onnx.helper.make_tensor_value_info(node.output[0], x.type.tensor_type.elem_type, None)
