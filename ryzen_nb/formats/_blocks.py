@@ -106,6 +106,9 @@ class Layout:
       onnxruntime folds all shape arithmetic into constants at load time.
     * ``padded``: the axis length is not a multiple of the block size (always assumed when the
       shape is dynamic), so the view needs Pad and the result a Slice.
+
+    A static ``shape`` may start with -1: a batch left free (:func:`~ryzen_nb.formats.block.free_batch_in_calls`).
+    The dimensions before the axis only multiply into ``pre``, which Reshape then infers.
     """
 
     inner: bool
@@ -145,7 +148,8 @@ class BlockView:
         i64 = lambda v: b.const(np.asarray(v, dtype=np.int64), hint="i64")  # noqa: E731
         ax1 = b.op("Add", axis, i64([1]))
         self.shape = shape if shape is not None else b.op("Shape", x)
-        pre = b.op("ReduceProd", b.op("Slice", self.shape, i64([0]), axis), keepdims=1)
+        # -1 (a free batch, static layouts only) makes the product negative: Reshape infers pre then
+        pre = b.op("Max", b.op("ReduceProd", b.op("Slice", self.shape, i64([0]), axis), keepdims=1), i64([-1]))
         self.length = b.op("Slice", self.shape, axis, ax1)
         post = b.op("ReduceProd", b.op("Slice", self.shape, ax1, i64([2**62])), keepdims=1)
         blk = i64([block])

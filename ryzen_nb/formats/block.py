@@ -27,15 +27,17 @@ from abc import abstractmethod
 from typing import Any
 
 import numpy as np
+import onnx
 from onnx import AttributeProto, TensorProto, helper
 
 from ryzen_nb.errors import FormatError
 from ryzen_nb.formats._blocks import BlockView, Layout, block_stats_to_tensor, to_blocks
 from ryzen_nb.formats.base import NumericFormat, QuantizedTensor
 from ryzen_nb.formats.rounding import Rounding
-from ryzen_nb.graph.builder import GraphBuilder
+from ryzen_nb.graph.builder import RYZEN_NB_DOMAIN, GraphBuilder
+from ryzen_nb.graph.checks import walk_graphs
 
-__all__ = ["BlockFormat"]
+__all__ = ["BlockFormat", "free_batch_in_calls"]
 
 
 class BlockFormat(NumericFormat):
@@ -179,4 +181,22 @@ def _attribute_constant(b: GraphBuilder, attribute: str, field: str) -> str:
     kind = AttributeProto.INT if field == "value_int" else AttributeProto.INTS
     node.attribute.append(AttributeProto(name=field, ref_attr_name=attribute, type=kind))
     b.nodes.append(node)
+    return out
+
+
+def free_batch_in_calls(model: onnx.ModelProto) -> onnx.ModelProto:
+    """A copy of ``model`` whose block-format calls with a static ``shape`` take any size of their first
+    dimension (written -1), where they block along another axis: a quantized model whose batch the
+    quantizer fixed at 1 can take its dynamic batch back. Where the batch is not the first dimension
+    (an LSTM's ``[seq, batch, ...]``) the call no longer computes per sample; the quantizer's check with a
+    batch of 2 then keeps the batch fixed."""
+    out = onnx.ModelProto()
+    out.CopyFrom(model)
+    for graph in walk_graphs(out.graph):
+        for node in graph.node:
+            if node.domain != RYZEN_NB_DOMAIN or "QuantizeDequantize" not in node.op_type:
+                continue
+            attrs = {a.name: a for a in node.attribute}
+            if "shape" in attrs and len(attrs["shape"].ints) > 1 and attrs.get("axis") and attrs["axis"].i != 0:
+                attrs["shape"].ints[0] = -1
     return out

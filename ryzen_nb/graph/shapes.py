@@ -169,12 +169,17 @@ def with_free_batch(model: onnx.ModelProto, free_batch: Mapping[str, str],
 
 def restore_dynamic_batch(model: onnx.ModelProto, free_batch: Mapping[str, str],
                           outputs_like: Sequence[onnx.ValueInfoProto],
-                          check: Callable[[onnx.ModelProto], str | None]) -> tuple[onnx.ModelProto, str]:
-    """``model`` with its dynamic batch back (:func:`with_free_batch`) when ``check(candidate)``
-    accepts it, else ``model`` as it is; and a note saying which happened and why."""
+                          check: Callable[[onnx.ModelProto], str | None],
+                          adapt: Callable[[onnx.ModelProto], onnx.ModelProto] | None = None,
+                          ) -> tuple[onnx.ModelProto, str]:
+    """``model`` with its dynamic batch back (:func:`with_free_batch`, then ``adapt``: what else in the
+    graph wrote the batch down) when ``check(candidate)`` accepts it, else ``model`` as it is; and a
+    note saying which happened and why."""
     if not free_batch:
         return model, ""
     candidate = with_free_batch(model, free_batch, outputs_like)
+    if adapt is not None:
+        candidate = adapt(candidate)
     problem = check(candidate)
     names = ", ".join(f"{n} ({label})" for n, label in free_batch.items())
     if problem is None:

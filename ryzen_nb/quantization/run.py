@@ -32,6 +32,7 @@ from ryzen_nb.calibration.readers import IMAGE_SUFFIXES, CastingReader, RandomRe
 from ryzen_nb.calibration.runner import collect_statistics
 from ryzen_nb.calibration.validation import check_feed
 from ryzen_nb.errors import CalibrationDataError, ConfigError
+from ryzen_nb.formats.block import free_batch_in_calls
 from ryzen_nb.graph.attributes import attribute
 from ryzen_nb.graph.batching import batch_agrees
 from ryzen_nb.graph.builder import make_model
@@ -411,7 +412,8 @@ class QuantizationRun:
         quantized = _finish(emit(self.prepared.model, plan, settings, metadata))
         self.notes.extend(self._collapsed_outputs(quantized))
         quantized, batch_note = restore_dynamic_batch(quantized, self.prepared.dynamic_batch, self.source_outputs,
-                                                      lambda candidate: self._batch_problem(candidate, quantized))
+                                                      lambda candidate: self._batch_problem(candidate, quantized),
+                                                      adapt=free_batch_in_calls)
         self._checked = None  # the session's memory goes with the checks
         if batch_note:
             self.notes.append(batch_note)

@@ -71,6 +71,20 @@ def test_dynamic_batch_survives_calibration_in_batches(batch) -> None:
     assert any("kept the dynamic batch" in n for n in summary.notes)
 
 
+@pytest.mark.parametrize("preset", ["BFP16", "MX6"])
+def test_block_formats_keep_the_dynamic_batch(preset) -> None:
+    """A block-format quantizer whose tensor shape is known writes it into its call, batch included:
+    BFP16 and MX models of dynamic-batch exports (NudeNet's YOLOv8n, PP-OCRv4) took a batch of 1 only,
+    and the quantizer's batch check printed onnxruntime's Reshape error in the user's notebook. The
+    first dimension is now -1 in those calls, and a batch computes what its samples compute alone."""
+    model, data = conv_net(batch="N")
+    summary = quantize(model, None, preset, data, progress=False)
+    assert _dims(summary.model.graph.input[0])[0] == "N"
+    assert any("kept the dynamic batch" in n for n in summary.notes)
+    alone = np.concatenate([run(summary.model, x=data[i : i + 1]) for i in range(3)])
+    assert np.array_equal(run(summary.model, x=data[:3]), alone)
+
+
 def test_batch_dependent_reshape_is_not_frozen() -> None:
     """torch's x.view(x.size(0), -1): Shape -> Gather -> Unsqueeze -> Concat -> Reshape folded with a
     fixed batch would pin it; folded with the batch free, the quantized model takes any batch."""
