@@ -53,7 +53,12 @@ from ryzen_nb.graph.shapes import restore_dynamic_batch
 from ryzen_nb.metrics import cosine, nonfinite_where_finite
 from ryzen_nb.quantization.config import Config, QuantizationConfig, get_default_config, resolve
 from ryzen_nb.quantization.emit import emit, metadata_for
-from ryzen_nb.quantization.parameters import assign_parameters, check_finite_constants, guard_divisors
+from ryzen_nb.quantization.parameters import (
+    assign_parameters,
+    check_finite_constants,
+    guard_divisors,
+    release_drowned_block_concats,
+)
 from ryzen_nb.quantization.plan import QuantPlan, make_plan
 from ryzen_nb.quantization.settings import Settings
 from ryzen_nb.quantization.xint8 import apply_dpu_rewrites, refine
@@ -283,6 +288,7 @@ class QuantizationRun:
         check_finite_constants(self.prepared.model, plan)
         self._calibrate(plan)
         assign_parameters(self.prepared.model, plan, self.calibration, settings)
+        release_drowned_block_concats(self.prepared.model, plan, self.prepared.reference_outputs)
         if settings.npu_legality:
             plan.notes.extend(refine(self.prepared.model, plan, settings))
         plan.notes.extend(guard_divisors(self.prepared.model, plan, settings))

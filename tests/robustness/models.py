@@ -49,17 +49,25 @@ class _G:
         return m
 
 
-def detection_head(seed: int = 0, size: int = 16, classes: int = 8):
+def detection_head(seed: int = 0, size: int = 16, classes: int = 8, yolov8_output: bool = False):
     """A detector's head: box coordinates decoded to 0..320 pixels (Sigmoid x 320) concatenated with
-    class scores (Sigmoid: HardSigmoid under XINT8's DPU rewrite) into one output [1, HW, 4 + C]."""
+    class scores (Sigmoid: HardSigmoid under XINT8's DPU rewrite) into one output [1, HW, 4 + C];
+    ``yolov8_output``: the Concat itself is the output, [1, 4 + C, HW], as Ultralytics exports it."""
     g = _G(seed)
     x = g.op("Relu", [g.conv("images", 3, 16, "backbone.conv1", stride=2)], "backbone.relu1")
     x = g.op("Relu", [g.conv(x, 16, 16, "backbone.conv2")], "backbone.relu2")
     box = g.op("Sigmoid", [g.conv(x, 16, 4, "head.box")], "head.box_sigmoid")
     box = g.op("Mul", [box, g.w("stride_scale", np.array(320.0, np.float32))], "head.box_decode")
     cls = g.op("Sigmoid", [g.conv(x, 16, classes, "head.cls")], "head.cls_sigmoid")
-    cat = g.op("Concat", [box, cls], "head.concat", axis=1)
     hw = (size // 2) ** 2
+    if yolov8_output:
+        box = g.op("Reshape", [box, g.w("head.box_shape", np.array([1, 4, hw], np.int64))], "head.box_flat")
+        cls = g.op("Reshape", [cls, g.w("head.cls_shape", np.array([1, classes, hw], np.int64))], "head.cls_flat")
+        cat = g.op("Concat", [box, cls], "head.concat", axis=1)
+        model = g.model([helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, size, size])],
+                        [helper.make_tensor_value_info(cat, TensorProto.FLOAT, [1, 4 + classes, hw])])
+        return model, g.rng.random((24, 3, size, size)).astype(np.float32)
+    cat = g.op("Concat", [box, cls], "head.concat", axis=1)
     flat = g.op("Reshape", [cat, g.w("head.shape", np.array([1, 4 + classes, hw], np.int64))], "head.reshape")
     g.op("Transpose", [flat], "head.transpose", perm=[0, 2, 1])
     model = g.model([helper.make_tensor_value_info("images", TensorProto.FLOAT, [1, 3, size, size])],
