@@ -85,6 +85,25 @@ def test_block_formats_keep_the_dynamic_batch(preset) -> None:
     assert np.array_equal(run(summary.model, x=data[:3]), alone)
 
 
+def test_a_batch_the_graph_pins_stays_fixed_without_an_error_on_screen(capfd) -> None:
+    """Magika squeezes its batch dimension away: the quantizer's check with a batch of 2 fails, as it
+    should, and keeps the batch fixed; onnxruntime logged that expected failure in red first."""
+    model, data = conv_net(batch="N")
+    g = model.graph
+    gap = next(n for n in g.node if n.op_type == "GlobalAveragePool")
+    flatten = next(n for n in g.node if n.op_type == "Flatten")
+    g.initializer.append(numpy_helper.from_array(np.array([0, 3], np.int64), "batch_and_width"))
+    g.initializer.append(numpy_helper.from_array(np.array([1, 8], np.int64), "one_by_eight"))
+    position = list(g.node).index(flatten)
+    g.node.remove(flatten)
+    g.node.insert(position, helper.make_node("Squeeze", [gap.output[0], "batch_and_width"], ["squeezed"]))
+    g.node.insert(position + 1, helper.make_node("Reshape", ["squeezed", "one_by_eight"], [flatten.output[0]]))
+    capfd.readouterr()
+    summary = quantize(model, None, "A8W8", data, progress=False)
+    assert any("stays fixed" in note for note in summary.notes)
+    assert "ExecuteKernel" not in capfd.readouterr().err
+
+
 def test_batch_dependent_reshape_is_not_frozen() -> None:
     """torch's x.view(x.size(0), -1): Shape -> Gather -> Unsqueeze -> Concat -> Reshape folded with a
     fixed batch would pin it; folded with the batch free, the quantized model takes any batch."""
