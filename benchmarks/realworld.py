@@ -397,7 +397,8 @@ def markdown(rows: list[dict[str, Any]], load: tuple[float, float], quark_table:
     onnxruntime's A8W8 / A16W8 beside it; the recovery rows, before -> after; and, when Quark was asked
     (``quark_table``; by default when there are Quark rows), ryzen-nb's cosine / task · Quark's per preset."""
     by = {(r["model"], r["preset"], r["tool"]): r for r in rows}
-    presets = [p for p in PRESETS if any(r["preset"] == p for r in rows)]
+    asked = list(dict.fromkeys(r["preset"] for r in rows if " + " not in r["preset"]))  # recovery rows apart
+    presets = [p for p in PRESETS if p in asked] + [p for p in asked if p not in PRESETS]
     models = list(dict.fromkeys(r["model"] for r in rows))
     lines = ["| model | family | task metric | " + " | ".join(presets) + " | onnxruntime A8W8 · A16W8 | MB: FP32 → int8 → BF16 |",
              "|" + "---|" * (len(presets) + 5)]

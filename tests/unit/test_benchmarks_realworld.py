@@ -234,3 +234,15 @@ def test_quantize_benchmark_prints_each_row_as_it_completes(tmp_path, monkeypatc
     qbench.main(["--models", "resnet", "--presets", "A8W8,BF16", "--tools", "ryzen-nb", "--quark-python", "",
                  "--rounds", "1", "--keep", str(tmp_path / "keep")])
     assert len(seen) == 2 and "resnet" in seen[1] and "A8W8" in seen[1] and "0.99" in seen[1]
+
+
+def test_the_table_has_a_column_for_every_preset_asked() -> None:
+    """--presets BFP16,MX6 printed a table of empty cells: its columns came from the default presets only."""
+    def row(preset: str, cosine: float) -> dict:
+        return {"model": "magika", "preset": preset, "tool": "ryzen-nb", "status": "ok", "cosine": cosine,
+                "task": 1.0, "quant_s": 0.5, "size_mb": 1.1, "family": "text", "metric": "top-1 agreement"}
+
+    lines = bench.markdown([row("BFP16", 0.9957), row("MX6", 0.7228), row("MX6 + per-channel", 0.8)],
+                           (0.0, 0.0)).splitlines()
+    assert lines[0].startswith("| model | family | task metric | BFP16 | MX6 | onnxruntime")
+    assert lines[2].startswith("| magika | text | top-1 agreement | 0.996 / 1.00 · 0 s | 0.723 / 1.00 · 0 s |")
