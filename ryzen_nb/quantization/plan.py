@@ -106,6 +106,7 @@ def make_plan(model: onnx.ModelProto, settings: Settings, folded_nodes: Mapping[
     index = ModelIndex(model, infer=False)  # a prepared model carries its inferred shapes and types
     selection_notes: list[str] = []
     quantized = _quantized_nodes(index, settings, folded_nodes or {}, selection_notes)
+    quantized = _without_unquantized_data_inputs(index, quantized, settings, selection_notes)
     folded = _folded_tensors(index, quantized, settings)
     tensors = _plan_tensors(index, quantized, folded, settings)
     _check_named_tensors(index, tensors, folded, settings)
@@ -140,6 +141,41 @@ def _quantized_nodes(index: ModelIndex, settings: Settings, folded_nodes: Mappin
     return [i for i, node in enumerate(index.nodes)
             if i in selected and op_info(node) is not None
             and any(_is_float(index, n) for n in list(node.input) + list(node.output) if n)]
+
+
+#: operators that Quark (and onnxruntime) quantize only when the tensor they move is already quantized,
+#: unless ForceQuantizeNoInputCheck: onnxruntime's QDQDirect8BitOp (Reshape, Transpose, Squeeze, Unsqueeze,
+#: and Resize and MaxPool through it), QDQGather (a Gather from a constant table always) and Quark's
+#: QDQLayerNorm (amd-quark 0.13, quark/onnx/quantizers/registry.py). The presets that leave the flag off
+#: are the block and MX ones: an LSTM's state or a graph input moved by a Squeeze stays float there.
+INPUT_GATED_OPS = frozenset({"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Resize", "MaxPool", "Gather",
+                             "LayerNormalization"})
+
+
+def _without_unquantized_data_inputs(index: ModelIndex, quantized: list[int], settings: Settings,
+                                     notes: list[str]) -> list[int]:
+    """``quantized`` without the :data:`INPUT_GATED_OPS` nodes whose data input no node before them has
+    quantized, as Quark decides it: node by node in graph order, a tensor counting as quantized once an
+    earlier quantized node reads or writes it. Weights only quantizes no activation: its rule for
+    LayerNormalization is :func:`_gated_constant`."""
+    if settings.force_no_input_check or settings.weights_only:
+        return quantized
+    registered: set[str] = set()
+    kept, left = [], []
+    for i in quantized:
+        node = index.nodes[i]
+        data = node.input[0] if node.input else ""
+        constant_table = node.op_type == "Gather" and data in index.initializer_names
+        if node.op_type in INPUT_GATED_OPS and not constant_table and data not in registered:
+            left.append(node.name or node.output[0])
+            continue
+        kept.append(i)
+        registered.update(n for n in list(node.input) + list(node.output) if n)
+    if left:
+        notes.append(f"{len(left)} data-movement or normalization node(s) left float, as Quark leaves them without "
+                     f"ForceQuantizeNoInputCheck: what they read is not quantized ({', '.join(left[:5])}"
+                     f"{', ...' if len(left) > 5 else ''})")
+    return kept
 
 
 def _folded_tensors(index: ModelIndex, quantized: list[int], settings: Settings) -> set[str]:

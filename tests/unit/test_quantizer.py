@@ -314,3 +314,39 @@ def test_load_check_covers_function_bodies_and_the_graph(monkeypatch) -> None:
         quantizer._load_check(model("NoSuchOp", "Neg"))
     with pytest.raises(Exception, match="NoSuchOp"):
         quantizer._load_check(model("Relu", "NoSuchOp"))
+
+
+def _transposed_input_conv() -> tuple[onnx.ModelProto, np.ndarray]:
+    """x [1, 8, 8, 3] (channels last) -> Transpose -> Conv, plus a row of a constant table picked by input idx."""
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Transpose", ["x"], ["nchw"], name="to_nchw", perm=[0, 3, 1, 2]),
+             helper.make_node("Conv", ["nchw", "w"], ["y"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Gather", ["table", "idx"], ["row"], name="lookup", axis=0),
+             helper.make_node("Add", ["y", "row"], ["out"], name="add")]
+    inits = [numpy_helper.from_array(rng.standard_normal((8, 3, 3, 3)).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.standard_normal((4, 8, 1, 1)).astype(np.float32), "table")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 8, 8, 3]),
+                                           helper.make_tensor_value_info("idx", TensorProto.INT64, [])],
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, [1, 8, 8, 8])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    return model, rng.random((8, 1, 8, 8, 3)).astype(np.float32)
+
+
+def test_data_movement_of_an_unquantized_tensor_stays_float_without_force_quantize_no_input_check() -> None:
+    """Quark moves a tensor through Transpose, Reshape, Squeeze, Unsqueeze, Resize, MaxPool, Gather and
+    LayerNormalization quantized only when it is quantized already, unless ForceQuantizeNoInputCheck
+    (set by the integer and BF16 presets, not by BFP16 and MX). ryzen-nb quantized the graph input
+    and the Transpose's output both, two block roundings along different axes; on Silero VAD it
+    re-quantized the LSTM state at every step (stream cosine 0.977, Quark's 0.997, now the same)."""
+    model, data = _transposed_input_conv()
+    feeds = [{"x": d, "idx": np.array(k % 4, np.int64)} for k, d in enumerate(data)]
+    plain = quantize(model, None, "BFP16", feeds, progress=False)
+    assert "x" not in plain.formats_by_tensor and "nchw" in plain.formats_by_tensor
+    assert "table" in plain.formats_by_tensor  # a Gather from a constant table is quantized either way
+    assert any("left float" in note and "to_nchw" in note for note in plain.notes)
+    forced = get_default_config("BFP16")
+    forced.extra_options["ForceQuantizeNoInputCheck"] = True
+    assert "x" in quantize(model, None, forced, feeds, progress=False).formats_by_tensor
+    assert "x" in quantize(model, None, "A8W8", feeds, progress=False).formats_by_tensor  # the preset sets it
