@@ -90,8 +90,10 @@ EXTRA_OPTIONS: dict[str, Option] = {
         _o("QuantizationPreference", None, "", "accepted"),
         # -- what to quantize --------------------------------------------------------------------------------
         _o("QuantizeAllOpTypes", False, "quantize every op type the quantizer knows (the default here)", "accepted"),
-        _o("ForceQuantizeNoInputCheck", False, "quantize ops whose inputs are not quantized (always, here); with "
-           "WeightsOnly, off leaves LayerNormalization's scale and bias float, as Quark does"),
+        _o("ForceQuantizeNoInputCheck", False, "quantize Transpose, Reshape, Squeeze, Unsqueeze, Resize, MaxPool, "
+           "Gather and LayerNormalization even where what they read is not quantized (the integer and BF16 presets "
+           "set it); off, they stay float there, as in Quark; with WeightsOnly, off leaves LayerNormalization's "
+           "scale and bias float"),
         _o("WeightsOnly", False, "quantize weights (and XINT8's int8 biases) only; activations stay float32, no "
            "calibration is needed, and biases that would be int32 stay float, as in Quark"),
         _o("MatMulConstBOnly", False, "only MatMuls with a constant B", "planned"),

@@ -61,7 +61,7 @@ class Settings:
     align_eltwise_types: bool = default("AlignEltwiseQuantType")
     #: only weights, biases and other constants are quantized; every activation stays float32 (WeightsOnly)
     weights_only: bool = default("WeightsOnly")
-    #: ForceQuantizeNoInputCheck; read with weights_only only (see plan.INPUT_GATED_CONSTANTS)
+    #: ForceQuantizeNoInputCheck (see plan.INPUT_GATED_OPS, and plan.INPUT_GATED_CONSTANTS with weights_only)
     force_no_input_check: bool = default("ForceQuantizeNoInputCheck")
     keep_float: set[str] = field(default_factory=set)  #: constants never quantized (DPU correction factors)
     fold_tensors: set[str] = field(default_factory=set)  #: tensors never quantized (inside a fused NPU op)
