@@ -158,6 +158,7 @@ def fold_scales_into_gemms(m: onnx.ModelProto, folded: dict[str, str] | None = N
     consumers = _readers(graph)
     graph_outputs = {o.name for o in graph.output} | outer_scope_reads(graph)
     dropped: set[int] = set()
+    scales: set[str] = set()  #: the Muls' constants, dropped with them where nothing else reads them
     for gemm in graph.node:
         if gemm.op_type != "Gemm" or gemm.domain not in ("", "ai.onnx") or not _constant_float(inits, gemm.input[1]):
             continue
@@ -192,6 +193,7 @@ def fold_scales_into_gemms(m: onnx.ModelProto, folded: dict[str, str] | None = N
             _replace_constant(graph, inits, consumers, gemm, 2, scaled_c, f"{mul.output[0]}_bias_fused")
         last.output[0] = mul.output[0]
         dropped.add(id(mul))
+        scales.add(other)
         if folded is not None and mul.name:
             folded[mul.name] = f"folded into the weights and bias of Gemm {gemm.name!r}"
     if dropped:
@@ -199,6 +201,10 @@ def fold_scales_into_gemms(m: onnx.ModelProto, folded: dict[str, str] | None = N
         del graph.node[:]
         graph.node.extend(kept)
         del graph.value_info[:]
+        read = {i for node in kept for i in node.input} | graph_outputs | {i.name for i in graph.input}
+        unread = [t for t in graph.initializer if t.name in scales and t.name not in read]
+        for t in unread:  # onnxruntime warns of an initializer nothing uses each time it loads the model
+            graph.initializer.remove(t)
     return len(dropped)
 
 
