@@ -22,13 +22,13 @@ from onnx import helper, numpy_helper, shape_inference, version_converter
 
 from ryzen_nb.errors import ModelError
 from ryzen_nb.executor import ort_threads
+from ryzen_nb.graph.batchnorm import fold_batch_norms
 from ryzen_nb.graph.builder import IR_VERSION, OPSET
 from ryzen_nb.graph.checks import (
     all_names,
     check_not_quantized,
     check_opset,
     drop_initializer_inputs,
-    outer_scope_reads,
     walk_graphs,
 )
 from ryzen_nb.graph.gemm import fold_scales_into_gemms, fuse_matmul_add
@@ -433,86 +433,6 @@ def _infer_shapes(m: onnx.ModelProto) -> onnx.ModelProto:
     except Exception as exc:  # shape inference is best effort; onnxruntime checks later
         log.debug("onnx shape inference failed: %s", exc)
         return m
-
-
-def fold_batch_norms(m: onnx.ModelProto, folded: dict[str, str] | None = None) -> int:
-    """Fold each BatchNormalization that alone consumes a Conv/ConvTranspose/Gemm output into it.
-
-    The weight keeps its name (mixed-precision settings refer to tensors by name); ``folded``
-    records, per BatchNormalization name, the node it went into."""
-    inits = {t.name: t for t in m.graph.initializer}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in m.graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    producers = {out: node for node in m.graph.node for out in node.output}
-    # a Conv output that is a graph output or that a subgraph reads must stay as it is
-    graph_outputs = {o.name for o in m.graph.output} | outer_scope_reads(m.graph)
-    removed: set[int] = set()
-    count = 0
-    for bn in list(m.graph.node):
-        if bn.op_type != "BatchNormalization" or len(bn.output) != 1:
-            continue
-        prev = producers.get(bn.input[0])
-        if prev is None or prev.op_type not in ("Conv", "ConvTranspose", "Gemm") or len(consumers[bn.input[0]]) != 1:
-            continue
-        if bn.input[0] in graph_outputs or any(n not in inits for n in bn.input[1:5]) or prev.input[1] not in inits:
-            continue
-        if len(consumers.get(prev.input[1], [])) != 1:
-            continue  # a shared weight cannot be rescaled for one consumer
-        eps = next((a.f for a in bn.attribute if a.name == "epsilon"), 1e-5)
-        gamma, beta, mean, var = (numpy_helper.to_array(inits[n]).astype(np.float64) for n in bn.input[1:5])
-        factor = gamma / np.sqrt(var + eps)
-        w = numpy_helper.to_array(inits[prev.input[1]]).astype(np.float64)
-        if prev.op_type == "Conv":
-            w = w * factor.reshape(-1, *([1] * (w.ndim - 1)))
-        elif prev.op_type == "ConvTranspose":
-            # weight [C_in, C_out/group, k...]; output channel g*(C_out/group)+j scales column j of group g
-            group = next((a.i for a in prev.attribute if a.name == "group"), 1)
-            c_in, per_group, kernel = w.shape[0], w.shape[1], w.shape[2:]
-            grouped = w.reshape(group, c_in // group, per_group, *kernel)
-            w = (grouped * factor.reshape(group, 1, per_group, *([1] * len(kernel)))).reshape(c_in, per_group, *kernel)
-        else:  # Gemm: Y = alpha * A @ B' + beta * C, columns of Y are channels
-            trans_b = next((a.i for a in prev.attribute if a.name == "transB"), 0)
-            alpha = next((a.f for a in prev.attribute if a.name == "alpha"), 1.0)
-            if alpha != 1.0 or next((a.f for a in prev.attribute if a.name == "beta"), 1.0) != 1.0:
-                continue
-            w = w * (factor.reshape(-1, 1) if trans_b else factor.reshape(1, -1))
-        old_bias = np.zeros_like(mean)
-        if len(prev.input) > 2 and prev.input[2]:
-            if prev.input[2] not in inits or len(consumers.get(prev.input[2], [])) != 1:
-                continue
-            old_bias = numpy_helper.to_array(inits[prev.input[2]]).astype(np.float64)
-            if old_bias.shape != mean.shape:
-                continue
-        bias = (old_bias - mean) * factor + beta
-        w_tensor = numpy_helper.from_array(w.astype(np.float32), prev.input[1])
-        inits[prev.input[1]].CopyFrom(w_tensor)
-        bias_name = prev.input[2] if len(prev.input) > 2 and prev.input[2] else prev.input[1] + "_bias"
-        b_tensor = numpy_helper.from_array(bias.astype(np.float32), bias_name)
-        if bias_name in inits:
-            inits[bias_name].CopyFrom(b_tensor)
-        else:
-            m.graph.initializer.append(b_tensor)
-            inits[bias_name] = m.graph.initializer[-1]
-            while len(prev.input) < 3:
-                prev.input.append("")
-            prev.input[2] = bias_name
-        prev.output[0] = bn.output[0]
-        removed.add(id(bn))
-        count += 1
-        if folded is not None and bn.name:
-            folded[bn.name] = f"folded into {prev.op_type} {prev.name or prev.output[0]!r}"
-    if count:
-        kept = [n for n in m.graph.node if id(n) not in removed]
-        del m.graph.node[:]
-        m.graph.node.extend(kept)
-        used = {i for n in m.graph.node for i in n.input}
-        kept_inits = [t for t in m.graph.initializer if t.name in used]
-        del m.graph.initializer[:]
-        m.graph.initializer.extend(kept_inits)
-        del m.graph.value_info[:]
-    return count
 
 
 def _structure(graph: onnx.GraphProto) -> list[tuple]:

@@ -121,6 +121,46 @@ def test_conv_transpose_bn_folding() -> None:
     np.testing.assert_allclose(run(folded, x=x), run(model, x=x), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("bias_shape", [(1, 3, 1, 1), (3, 1, 1), (1,)], ids=["1C11", "C11", "scalar"])
+def test_bn_folds_through_a_constant_bias_add(bias_shape) -> None:
+    """Paddle2ONNX writes a ConvTranspose's bias as an Add after it, so PP-OCRv4's detection head kept a
+    ConvTranspose -> Add -> BatchNormalization: quantized after the Add and scaled per channel by the
+    BN after it (Quark folds all three). An Add of one value per channel folds into the bias first."""
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal((4, 3, 2, 2)).astype(np.float32)
+    inits = [numpy_helper.from_array(w, "W"), numpy_helper.from_array(rng.standard_normal(bias_shape).astype(np.float32), "c")]
+    inits += [numpy_helper.from_array(rng.random(3).astype(np.float32) + 0.5, n) for n in ("g", "b", "m", "v")]
+    nodes = [helper.make_node("ConvTranspose", ["x", "W"], ["t"], name="ct", strides=[2, 2]),
+             helper.make_node("Add", ["t", "c"], ["a"], name="bias_add"),
+             helper.make_node("BatchNormalization", ["a", "g", "b", "m", "v"], ["y"], name="bn")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    folded, names = onnx.ModelProto(), {}
+    folded.CopyFrom(model)
+    assert fold_batch_norms(folded, names) == 1
+    assert [n.op_type for n in folded.graph.node] == ["ConvTranspose"] and set(names) == {"bias_add", "bn"}
+    assert "c" not in {t.name for t in folded.graph.initializer}
+    x = rng.standard_normal((1, 4, 5, 5)).astype(np.float32)
+    np.testing.assert_allclose(run(folded, x=x), run(model, x=x), rtol=1e-5, atol=1e-5)
+
+
+def test_an_add_that_is_not_a_channel_bias_stays() -> None:
+    """A constant varying along the width is not a bias: the BN then stays where it is."""
+    rng = np.random.default_rng(4)
+    inits = [numpy_helper.from_array(rng.standard_normal((3, 4, 3, 3)).astype(np.float32), "W"),
+             numpy_helper.from_array(rng.standard_normal((1, 1, 1, 5)).astype(np.float32), "c")]
+    inits += [numpy_helper.from_array(rng.random(3).astype(np.float32) + 0.5, n) for n in ("g", "b", "m", "v")]
+    nodes = [helper.make_node("Conv", ["x", "W"], ["t"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["t", "c"], ["a"], name="add"),
+             helper.make_node("BatchNormalization", ["a", "g", "b", "m", "v"], ["y"], name="bn")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 4, 5, 5])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    assert fold_batch_norms(model) == 0 and len(model.graph.node) == 3
+
+
 def test_static_shapes_from_sample_and_errors() -> None:
     model = conv_bn_model()
     prepared = prepare(model, sample={"x": np.zeros((1, 3, 8, 8), np.float32)})
