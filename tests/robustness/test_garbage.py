@@ -165,3 +165,20 @@ def test_an_output_that_collapses_is_named_in_a_warning(caplog) -> None:
     notes = [n for n in quantize(model, None, "MXFP4E2M1", list(data), progress=False).notes if "Output 'y'" in n]
     assert notes and "more bits per element than MXFP4E2M1" in notes[0] and "MXINT8" in notes[0]
     assert "per_channel" not in notes[0] and "A16W8" not in notes[0]
+
+
+def test_a_sample_whose_output_collapses_is_named_though_the_pooled_cosine_passes() -> None:
+    """The check pooled its two samples: Magika in INT8_TRANSFORMER_DEFAULT labelled its first file right
+    (cosine 1.0) and its second wrong (0.09), 0.71 over both, and no warning came; 15 of 16 held-out files
+    then got a wrong label. Each sample counts alone too, unless its FP32 output holds little energy (a
+    detector's empty image, whose cosine measures noise)."""
+    from ryzen_nb.quantization.run import _collapse_problem
+
+    rng = np.random.default_rng(0)
+    good, bad = rng.standard_normal(64), rng.standard_normal(64)
+    wrong = rng.standard_normal(64)
+    assert _collapse_problem([good, bad], [good, bad + 0.1 * wrong]) == ""  # merely rounded
+    problem = _collapse_problem([good * 2, bad], [good * 2, wrong])  # pooled: above 0.5
+    assert "on sample 2 of 2" in problem and "over all" in problem
+    # a near-empty second sample: its noise is no collapse
+    assert _collapse_problem([good, bad * 0.01], [good, wrong * 0.01]) == ""
