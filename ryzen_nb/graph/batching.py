@@ -19,6 +19,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.graph.prepare import ort_session
 
 __all__ = ["SampleRunner", "batch_agrees"]
@@ -46,6 +47,8 @@ class SampleRunner:
         self.batched_ok: bool | None = (None if batched is None else bool(batched)) if chunk > 1 else False
         self._data_inputs: list[str] = []
         self._batched_model: onnx.ModelProto | None = None
+        self._batch_first: dict[tuple[str, ...], bool] = {}
+        self._shapes: dict[str, list] | None = None
 
     @property
     def single(self) -> Any:
@@ -62,17 +65,35 @@ class SampleRunner:
             self.batched_ok = self._try_batched(names, samples, extra)
         while i < len(samples):
             part = samples[i : i + self.chunk]
-            if self.batched_ok and len(part) > 1:
+            outs = None
+            if self.batched_ok and len(part) > 1 and self.carries_batch_first(names):
                 if self._batched is None:  # known to work (``batched=True``): no check run
                     self._data_inputs = list(samples[0])
                     self._batched = self._batched_session()
-                outs = self._batched_run(names, part, extra)
+                try:
+                    outs = self._batched_run(names, part, extra)
+                except _NotBatchable:  # one of ``names`` does not grow along its first dimension
+                    self._batch_first[tuple(names)] = False
+            if outs is not None:
                 for j in range(len(part)):
                     yield {n: v[j : j + 1] for n, v in outs.items()}
             else:
                 for s in part:
                     yield dict(zip(names, self.single.run(names, {**s, **extra})))
             i += len(part)
+
+    def carries_batch_first(self, names: Sequence[str]) -> bool:
+        """Whether each of ``names`` is 1 along its first dimension for one sample, so that a batch
+        stacks samples there. The check run saw only the names it was asked for: PP-OCRv4's
+        recognizer has a [time, channels] layer input, which a batch of 2 turns into [2 x time, ...]
+        (the algorithms stopped on an internal error, or, where the lengths match, would read the
+        wrong rows); such names run one sample per call."""
+        key = tuple(names)
+        if key not in self._batch_first:
+            if self._shapes is None:
+                self._shapes = ModelIndex(self.model).shapes
+            self._batch_first[key] = all((self._shapes.get(n) or [None])[:1] == [1] for n in names)
+        return self._batch_first[key]
 
     # -- batched mode -------------------------------------------------------------------------------
     @property

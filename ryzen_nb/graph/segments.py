@@ -129,7 +129,8 @@ class SegmentedRunner:
             if len(chunk) == 1:
                 result.append(merged)
                 continue
-            if any(v.ndim == 0 or v.shape[0] != len(chunk) for v in merged.values()):
+            if not self.runner.carries_batch_first(names) or any(v.ndim == 0 or v.shape[0] != len(chunk)
+                                                                 for v in merged.values()):
                 raise NotSegmentable("a requested tensor does not keep the batch first")
             result.extend({n: v[j : j + 1] for n, v in merged.items()} for j in range(len(chunk)))
         return result

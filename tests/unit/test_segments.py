@@ -291,3 +291,24 @@ def test_segments_batch_a_graph_whose_reshape_to_batch_one_is_freed() -> None:
     for item, sample in zip(got, SAMPLES):
         for name, value in zip(["b", "y"], ort_session(model).run(["b", "y"], sample)):
             np.testing.assert_allclose(item[name], value, rtol=1e-6)
+
+
+def test_a_tensor_laid_out_time_first_is_read_one_sample_per_call() -> None:
+    """The check run proves batching for the tensors it was asked for; PP-OCRv4's recognizer then asked
+    for a layer input laid out [time, ...] (a Transpose): a batch of 2 made it [2 x time, ...] and the
+    algorithms stopped on an internal error, and where time equals the chunk (4 here) a batch would have
+    been split along time, every sample reading wrong rows. Such tensors now run one sample per call."""
+    rng = np.random.default_rng(0)
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+             helper.make_node("Transpose", ["t"], ["back"], perm=[1, 0, 2]), helper.make_node("Relu", ["back"], ["y"])]
+    graph = helper.make_graph(nodes, "time_first", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 4, 3])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None),
+                               helper.make_tensor_value_info("t", onnx.TensorProto.FLOAT, None)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    samples = [{"x": rng.standard_normal((1, 4, 3)).astype(np.float32)} for _ in range(8)]
+    runner = SampleRunner(model, chunk=4)
+    list(runner.run(["y"], samples[:2]))  # the check run, on a tensor that batches
+    assert runner.batched_ok is True
+    single = ort_session(model)
+    for item, sample in zip(runner.run(["t"], samples), samples):
+        np.testing.assert_array_equal(item["t"], single.run(["t"], sample)[0])
