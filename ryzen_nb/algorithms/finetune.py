@@ -42,6 +42,11 @@ ZETA, GAMMA = 1.1, -0.1  # AdaRound's rectified sigmoid stretch
 #: samples per layer when FastFinetune has no DataSize: bounds memory (samples x one layer's tensors)
 DEFAULT_DATA_SIZE = 64
 _CHUNK = 16  # samples per forward pass when measuring a layer's loss
+#: a layer whose reconstruction loss tuning multiplies by more than this keeps its weights, whatever
+#: SelectiveUpdate says: Adam moves every weight by about the learning rate per step, and PP-OCRv4's
+#: head has a Conv whose weights (its BatchNormalization folded in) are 3e-5 RMS, where AdaQuant's 1e-5
+#: is a third of them per step: its loss went 0.0003 -> 1.09, and the network's cosine 0.9996 -> 0.92
+REGRESSED = 2.0
 
 
 @dataclass
@@ -136,6 +141,15 @@ def _fast_finetune(run: QuantizationRun, options: FineTuneOptions) -> FineTuneRe
                     len(rig.targets))
     finally:
         bar.close()
+    regressed = [r for r in rows if r["regressed"] is not None]
+    if regressed:
+        worst = max(regressed, key=lambda r: r["regressed"] / max(r["loss_before"], 1e-30))
+        message = (f"{options.algorithm}: {len(regressed)} layer(s) came out worse by more than {REGRESSED:g}x and keep "
+                   f"their weights (Quark would keep the update without SelectiveUpdate), e.g. {worst['layer']!r}: loss "
+                   f"{worst['loss_before']:.3g} -> {worst['regressed']:.3g}, weights {worst['weight_rms']:.2g} RMS against "
+                   f"a learning rate of {worst['lr']:.2g}. A smaller LearningRate (or LRAdjust) suits such layers.")
+        log.warning("%s", message)
+        run.notes.append(message)
     table = pd.DataFrame(rows, columns=["layer", "op", "iterations", "loss_before", "loss_after", "kept", "seconds"])
     report = FineTuneReport(options.algorithm, table, rig.skipped, interrupted, time.perf_counter() - start, len(samples))
     run.notes.append(f"{options.algorithm}: {int(table.kept.sum()) if len(table) else 0} of {len(table)} layer(s) "
@@ -215,7 +229,10 @@ def _tune_layer(rig: LayerRig, t: Target, o: FineTuneOptions, rng: np.random.Gen
         w_new, b_new = _adaquant(objective, w0, b0, bias_q, lr)
     ran = objective.iterations
     after = objective.loss_over_all(t.wq(w_new), ((t.bq(b_new) if t.bq else b_new) if b_new is not None else bias_q))
-    keep = after < before if o.selective_update else True
+    # Quark keeps every update unless SelectiveUpdate; an update that multiplies the loss is not a
+    # trade-off but a broken layer, and is never kept (see REGRESSED)
+    regressed = bool(after > REGRESSED * before)
+    keep = (after < before if o.selective_update else True) and not regressed
     if keep:
         rig.set_weight(t, w_new)
         if b_new is not None:
@@ -223,7 +240,8 @@ def _tune_layer(rig: LayerRig, t: Target, o: FineTuneOptions, rng: np.random.Gen
     log.debug("%s %s: %d iterations, loss %.4g -> %.4g%s", o.algorithm, t.name, ran, before, after,
               "" if keep else " (not kept)")
     return {"layer": t.name, "op": t.layer.op, "iterations": ran, "loss_before": before,
-            "loss_after": after if keep else before, "kept": keep}
+            "loss_after": after if keep else before, "kept": keep, "regressed": after if regressed else None,
+            "weight_rms": float(np.sqrt(np.mean(np.square(w0, dtype=np.float64)))), "lr": lr}
 
 
 def _adaround(obj: _Objective, w0: np.ndarray, bias_q: np.ndarray | None, lr: float) -> np.ndarray:

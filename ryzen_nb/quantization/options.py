@@ -233,7 +233,8 @@ NESTED: dict[str, dict[str, Option]] = {
         _o("LRAdjust", None, f"{_FT}: (loss threshold, rate for layers whose loss starts above it)",
            field="lr_adjust"),
         _o("TargetOpType", tuple(sorted(MAC_OPS)), f"{_FT}: op types tuned", field="target_op_types"),
-        _o("SelectiveUpdate", False, f"{_FT}: keep a layer's update only if its loss improved",
+        _o("SelectiveUpdate", False, f"{_FT}: keep a layer's update only if its loss improved (off, an update "
+           "that more than doubles a layer's loss is still refused, with a warning)",
            field="selective_update"),
         _o("UpdateBias", True, "AdaQuant: train the bias too (Quark's FastFinetune default; its AdaQuantConfig "
            "class passes False)", field="update_bias"),

@@ -184,6 +184,27 @@ def test_selective_update_and_early_stop(cnn) -> None:
     assert (report.table.loss_after <= report.table.loss_before).all()
 
 
+def test_a_layer_that_tuning_breaks_keeps_its_weights(cnn) -> None:
+    """Adam moves each weight by about the learning rate per step whatever its size. PP-OCRv4's head has
+    a Conv whose weights are 3e-5 RMS (its BatchNormalization folded in): AdaQuant's default 1e-5 took
+    that layer's loss from 0.0003 to 1.09 and the network's cosine from 0.9996 to 0.92, and the update
+    was kept, as Quark keeps every update without SelectiveUpdate. Such an update is now refused, loudly."""
+    model, _ = cnn
+    tiny = onnx.ModelProto()
+    tiny.CopyFrom(model)
+    conv = [n for n in tiny.graph.node if n.op_type == "Conv"][2]  # the first residual block's second Conv
+    w = next(t for t in tiny.graph.initializer if t.name == conv.input[1])
+    values = numpy_helper.to_array(w)
+    w.CopyFrom(numpy_helper.from_array((values * 3e-5 / np.sqrt(np.mean(values**2))).astype(np.float32), w.name))
+    summary = _finetuned(tiny, "BF16", "adaquant", iterations=3)
+    table = summary.reports["finetune"].table.set_index("layer")
+    assert not table.loc[conv.name, "kept"]
+    assert any("came out worse" in n and conv.name in n and "LearningRate" in n for n in summary.notes)
+    plain = quantized(tiny, "BF16")
+    reference = outputs(tiny, HELD_OUT)
+    assert fidelity(reference, outputs(summary.model, HELD_OUT))["cosine"] >= fidelity(reference, outputs(plain.model, HELD_OUT))["cosine"] - 1e-3
+
+
 # -- bias correction ---------------------------------------------------------------------------------
 def test_bias_correction_removes_the_mean_shift(cnn) -> None:
     model, reference = cnn
