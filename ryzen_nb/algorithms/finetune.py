@@ -152,8 +152,10 @@ def _fast_finetune(run: QuantizationRun, options: FineTuneOptions) -> FineTuneRe
         run.notes.append(message)
     table = pd.DataFrame(rows, columns=["layer", "op", "iterations", "loss_before", "loss_after", "kept", "seconds"])
     report = FineTuneReport(options.algorithm, table, rig.skipped, interrupted, time.perf_counter() - start, len(samples))
+    skipped = (f"; {len(rig.skipped)} layer(s) not tuned ({rig.skipped[0][0]!r}: {rig.skipped[0][1]})"
+               if rig.skipped else "")
     run.notes.append(f"{options.algorithm}: {int(table.kept.sum()) if len(table) else 0} of {len(table)} layer(s) "
-                     f"updated on {len(samples)} samples in {report.seconds:.1f} s")
+                     f"updated on {len(samples)} samples in {report.seconds:.1f} s{skipped}")
     return report
 
 

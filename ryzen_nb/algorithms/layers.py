@@ -100,6 +100,8 @@ class Layer:
     def prepare(self, x: np.ndarray) -> Any:
         """What forward and gradient need from an input batch (im2col columns, flattened rows)."""
         if self.op == "Conv":
+            if x.ndim == 3:  # a 1-D convolution runs as a 2-D one of height 1 (see layer_for)
+                x = x[:, :, None, :]
             kernel, strides, pads, dil = self._conv_geometry(x.shape[2:])
             return im2col(x, kernel, strides, pads, dil)  # [C*k, N*L]
         if self.op == "ConvTranspose":
@@ -203,11 +205,17 @@ def im2col(x: np.ndarray, kernel: list[int], strides: list[int], pads: list[int]
 
 def layer_for(node: onnx.NodeProto, weight_shape: tuple[int, ...], input_shape: tuple[int, ...] | None) -> Layer | None:
     """The trainable view of a Conv / ConvTranspose / Gemm / MatMul node, or None if unsupported
-    (1-D/3-D convolutions, grouped ConvTranspose, Gemm with transA/alpha/beta)."""
+    (3-D convolutions, grouped or 1-D ConvTranspose, Gemm with transA/alpha/beta)."""
     attrs = attributes(node)
     if node.op_type == "Conv":
-        if len(weight_shape) != 4 or attrs.get("auto_pad", "NOTSET") != "NOTSET":
+        if len(weight_shape) not in (3, 4) or attrs.get("auto_pad", "NOTSET") != "NOTSET":
             return None
+        if len(weight_shape) == 3:  # 1-D (audio: Silero VAD's encoder): a 2-D convolution of height 1,
+            # whose [Co, C, k] weight flattens as the [Co, C, 1, k] one would
+            k = attrs.get("kernel_shape") or [weight_shape[2]]
+            p = list(attrs.get("pads") or [0, 0])
+            attrs.update(kernel_shape=[1, k[0]], strides=[1, *(attrs.get("strides") or [1])],
+                         pads=[0, p[0], 0, p[1]], dilations=[1, *(attrs.get("dilations") or [1])])
         return Layer("Conv", weight_shape, attrs, out_axis=0)
     if node.op_type == "ConvTranspose":
         if len(weight_shape) != 4 or int(attrs.get("group", 1)) != 1 or input_shape is None or len(input_shape) != 4 \
