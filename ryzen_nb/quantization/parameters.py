@@ -36,6 +36,7 @@ from ryzen_nb.errors import ConfigError, ModelError
 from ryzen_nb.formats import ScaleKind
 from ryzen_nb.formats.integer import IntegerFormat
 from ryzen_nb.graph.index import ModelIndex
+from ryzen_nb.metrics import l2
 from ryzen_nb.quantization.plan import QuantPlan, TensorPlan, scaled, sharing_groups, with_format
 from ryzen_nb.quantization.settings import Settings
 from ryzen_nb.spec.dpu import SHIFT_LIMITS
@@ -189,11 +190,11 @@ def release_drowned_block_concats(model: onnx.ModelProto, plan: QuantPlan,
             continue  # every join falls between blocks: each block holds one input's values
         lost = _drowned_parts(t.fmt(), [r[out] for r in references], axis, sizes)
         if lost:
-            name, error = lost[0]
+            position, error = lost[0]
             del plan.tensors[out]
             plan.notes.append(
                 f"Concat {node.name or out!r} (a graph output) stays float: in {t.format} blocks along axis {axis} "
-                f"its input {node.input[name]!r} would share exponents with a larger one and come out "
+                f"its input {node.input[position]!r} would share exponents with a larger one and come out "
                 f"{error:.0%} wrong (RMS); its inputs keep their own quantizers")
 
 
@@ -201,17 +202,20 @@ def _drowned_parts(fmt, values: list[np.ndarray], axis: int, sizes: list[int]) -
     """(input position, relative error) of each part of a Concat's outputs ``values`` that the block
     format loses when joined, and keeps (within a quarter of that loss) when quantized alone."""
     ends = np.cumsum(sizes)
-    joint = [fmt.quantize_dequantize(v, axis=axis) for v in values]
+    joined = [fmt.quantize_dequantize(v, axis=axis) for v in values]
+
+    def part(arrays: list[np.ndarray], start: int, end: int) -> np.ndarray:  # one input's share, every sample
+        return np.concatenate([np.take(a, range(start, end), axis=axis).ravel() for a in arrays]).astype(np.float64)
+
     lost = []
     for k, (start, end) in enumerate(zip(np.r_[0, ends[:-1]], ends)):
-        part = [np.take(v, range(start, end), axis=axis).astype(np.float64) for v in values]
-        norm = np.sqrt(sum(float(np.sum(p * p)) for p in part))
+        exact = part(values, start, end)
+        norm = np.linalg.norm(exact)
         if norm == 0 or not np.isfinite(norm):
             continue
-        error = np.sqrt(sum(float(np.sum((np.take(j, range(start, end), axis=axis) - p) ** 2))
-                            for j, p in zip(joint, part))) / norm
-        alone = np.sqrt(sum(float(np.sum((fmt.quantize_dequantize(p.astype(np.float32), axis=axis) - p) ** 2))
-                            for p in part)) / norm
+        error = l2(exact, part(joined, start, end)) / norm
+        own = [fmt.quantize_dequantize(np.take(v, range(start, end), axis=axis), axis=axis) for v in values]
+        alone = l2(exact, np.concatenate([o.ravel() for o in own])) / norm
         if error > DROWNED_BLOCK_ERROR and alone < error / 4:
             lost.append((k, float(error)))
     return sorted(lost, key=lambda e: -e[1])
