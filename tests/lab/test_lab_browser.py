@@ -86,8 +86,12 @@ def test_launcher_viewer_and_quantize_in_jupyterlab(tmp_path: Path) -> None:
                 assert (server.root / name).is_file()
 
             with b.step("double-clicking an .onnx file opens the viewer with its summary and partition"):
+                # the tutorial's copy joins the listing above digits.onnx: aim only once the rows have moved
+                b.expect(page.locator(".jp-DirListing-item", has_text=name)).to_be_visible(timeout=b.ms())
                 item = page.locator('.jp-DirListing-item[data-file-type="onnx"]', has_text="digits.onnx")
                 item.dblclick(timeout=b.ms())
+                b.expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="digits.onnx")).to_be_visible(
+                    timeout=b.ms())
                 viewer = page.locator(".rnb-onnx-viewer:visible")
                 b.expect(viewer.locator(".rnb-facts")).to_contain_text("digits.onnx", timeout=b.ms())
                 b.expect(viewer.locator(".rnb-io")).to_contain_text("1×1×8×8")
@@ -164,7 +168,16 @@ def test_launcher_viewer_and_quantize_in_jupyterlab(tmp_path: Path) -> None:
                 assert not layout, "what a user would see as broken in the notebook:\n" + "\n".join(layout)
 
             with b.step("a file that is not ONNX shows the reason in the viewer"):
+                # The notebook just wrote digits_quantized.onnx; the file browser lists it at its next poll
+                # and every row below it moves down. A double-click aimed before that lands on the row that
+                # took notes.onnx's place (CI once opened digits.onnx), so wait until the listing has it.
+                assert (server.root / "digits_quantized.onnx").is_file()
+                page.get_by_role("button", name="Refresh the file browser.").click(timeout=b.ms())
+                b.expect(page.locator(".jp-DirListing-item", has_text="digits_quantized.onnx")).to_be_visible(
+                    timeout=b.ms())
                 page.locator('.jp-DirListing-item[data-file-type="onnx"]', has_text="notes.onnx").dblclick(
+                    timeout=b.ms())
+                b.expect(page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="notes.onnx")).to_be_visible(
                     timeout=b.ms())
                 error = page.locator(".rnb-onnx-viewer:visible .rnb-status.rnb-error")
                 b.expect(error).to_contain_text("is not an ONNX model", timeout=b.ms())
