@@ -22,6 +22,7 @@ from typing import Any
 from ryzen_nb import formats
 from ryzen_nb.calibration.methods import get_method
 from ryzen_nb.errors import ConfigError, UnknownNameError
+from ryzen_nb.graph.npu_forms import NPU_FORMS
 from ryzen_nb.quantization.options import (
     EXTRA_OPTIONS,
     NESTED,
@@ -521,6 +522,11 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
     if npu and _opt(extra, "SimulateDPU"):
         rewrites = {k: bool(_opt(extra, k)) for k in EXTRA_OPTIONS if k.startswith("Convert") and k.endswith("DPUVersion")
                     or k == "ConvertSigmoidToHardSigmoid"}
+    # Quark turns these on by default in its NPU flows and its extended QDQ flow, unless bf16 goes out as
+    # Casts or grid values (quantization/quantize.py, "TODO: to remove this patch"); set, they apply anyway
+    vaiml_bf16 = bool(_opt(extra, "BF16QDQToCast")) or bool(_opt(extra, "EnableVaimlBF16"))
+    forms_default = npu or bool(qc.enable_npu_transformer) or not vaiml_bf16
+    npu_forms = frozenset(k for k in NPU_FORMS if bool(extra[k] if k in extra else forms_default))
     algorithms = _algorithms(qc, extra)
     if weights_only and algorithms.get("mixed_precision"):
         raise ConfigError("WeightsOnly leaves every activation float, so automatic mixed precision "
@@ -546,6 +552,7 @@ def resolve(qc: QuantizationConfig | Config | str) -> Settings:
         weights_only=weights_only,
         force_no_input_check=bool(_opt(extra, "ForceQuantizeNoInputCheck")),
         npu_legality=legality,
+        npu_forms=npu_forms,
         dpu_rewrites=rewrites,
         tensor_formats=tensor_formats,
         method_options={

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ryzen_nb.errors import ConfigError, UnknownNameError
+from ryzen_nb.graph.npu_forms import LARGE_POOL
 from ryzen_nb.spec.operators import MAC_OPS
 
 __all__ = ["Option", "EXTRA_OPTIONS", "NESTED", "default", "check_extra_options", "CLEOptions", "FineTuneOptions",
@@ -157,10 +158,16 @@ EXTRA_OPTIONS: dict[str, Option] = {
         _o("SkipPreprocess", False, "", "accepted"),
         _o("PreprocessYAML", None, "", "accepted"),
         _o("ConvertOpsetVersion", None, "ryzen-nb always writes opset 21", "accepted"),
-        _o("ConvertBNToConv", True, "BatchNormalization is folded into Conv/Gemm during preparation", "accepted"),
-        _o("ConvertReduceMeanToGlobalAvgPool", True, "", "accepted"),
-        _o("SplitLargeKernelPool", True, "", "accepted"),
-        _o("ConvertSplitToSlice", True, "", "accepted"),
+        # the four rewrites into NPU forms (ryzen_nb.graph.npu_forms), after CLE and before planning; on unless
+        # set to False, as in Quark's NPU and extended-QDQ flows, off by default with BF16QDQToCast/EnableVaimlBF16
+        _o("ConvertBNToConv", True, "a BatchNormalization after a Conv/ConvTranspose/Gemm is folded into it during "
+           "preparation (always); one left alone on a 4-D tensor becomes a depthwise 1x1 Conv"),
+        _o("ConvertReduceMeanToGlobalAvgPool", True, "a ReduceMean over axes [2, 3] that keeps them becomes a "
+           "GlobalAveragePool"),
+        _o("SplitLargeKernelPool", True, f"a GlobalAveragePool over more than {LARGE_POOL} values becomes an "
+           "AveragePool over tiles, then a GlobalAveragePool"),
+        _o("ConvertSplitToSlice", True, "a Split with explicit sizes becomes one Slice per output (Split has no XINT8 "
+           "or A8W8 NPU kernel)"),
         _o("FuseInstanceNorm", True, "", "accepted"),
         _o("FuseL2Norm", True, "", "accepted"),
         _o("FuseGelu", True, "", "accepted"),

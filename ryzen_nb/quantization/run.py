@@ -15,6 +15,7 @@ the quantized model of the current state at any point.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections import Counter
@@ -49,6 +50,7 @@ from ryzen_nb.graph.io import (
     save_model,
     serialized_size,
 )
+from ryzen_nb.graph.npu_forms import apply_npu_forms
 from ryzen_nb.graph.prepare import constants_to_initializers, input_specs, ort_session, prepare
 from ryzen_nb.graph.shapes import restore_dynamic_batch
 from ryzen_nb.metrics import cosine, nonfinite_where_finite
@@ -60,7 +62,7 @@ from ryzen_nb.quantization.parameters import (
     guard_divisors,
     release_drowned_block_concats,
 )
-from ryzen_nb.quantization.plan import QuantPlan, make_plan
+from ryzen_nb.quantization.plan import QuantPlan, make_plan, select_nodes
 from ryzen_nb.quantization.settings import Settings
 from ryzen_nb.quantization.xint8 import apply_dpu_rewrites, refine
 
@@ -263,9 +265,17 @@ class QuantizationRun:
                    checked_feeds=checked if prepared.reference_outputs else [])
 
     def start(self) -> None:
-        """Apply the XINT8 DPU rewrites the config asks for, then plan, calibrate and assign
-        parameters (:meth:`make_plan`)."""
+        """Apply Quark's rewrites into NPU forms and the XINT8 DPU rewrites the config asks for, then
+        plan, calibrate and assign parameters (:meth:`make_plan`)."""
         settings = self.settings
+        if settings.npu_forms:
+            # after CLE, as Quark (preprocess.apply_pre_optimization_after_algo), on the nodes the config
+            # quantizes; Quark adds BatchNormalization to the op types for its rewrite
+            wanted = dataclasses.replace(settings, op_types=None if settings.op_types is None else
+                                         settings.op_types | {"BatchNormalization"})
+            graph = self.prepared.model.graph
+            chosen = {graph.node[i].name for i in select_nodes(graph, wanted, self.prepared.folded_nodes)}
+            self.notes.extend(apply_npu_forms(self.prepared.model, settings.npu_forms, lambda n: n.name in chosen))
         if settings.dpu_rewrites:
             rewrite_notes, keep_float, fold = apply_dpu_rewrites(self.prepared.model, settings.dpu_rewrites)
             settings.keep_float |= keep_float

@@ -66,6 +66,8 @@ class Settings:
     keep_float: set[str] = field(default_factory=set)  #: constants never quantized (DPU correction factors)
     fold_tensors: set[str] = field(default_factory=set)  #: tensors never quantized (inside a fused NPU op)
     npu_legality: bool = False  #: XINT8 shift-range refinements (docs/npu-numerics.md#xint8-shift-limits)
+    #: Quark's rewrites into NPU forms to apply before planning, by option name (graph.npu_forms.NPU_FORMS)
+    npu_forms: frozenset[str] = frozenset()
     dpu_rewrites: dict[str, bool] = field(default_factory=dict)  #: docs/npu-numerics.md#dpu-rewrites to apply
     tensor_formats: dict[str, str] = field(default_factory=dict)  #: tensor name -> format (mixed precision)
     method_options: dict[str, Any] = field(default_factory=dict)  #: percentile, num_bins, ...
