@@ -107,6 +107,11 @@ class Layout:
     * ``padded``: the axis length is not a multiple of the block size (always assumed when the
       shape is dynamic), so the view needs Pad and the result a Slice.
 
+    * ``single``: the tensor may hold a single value (its known dimensions are all 1, or its shape is
+      unknown). Quark's BFP and MX operators return a one-value tensor unchanged (amd-quark 0.13,
+      ``custom_op_bfp.cc`` and ``custom_op_mx.cc``: ``GetElementCount() == 1``), so this variant checks
+      the size at run time first: a ``[-1, 1]`` output passes with a batch of 1 and is quantized with 2.
+
     A static ``shape`` may start with -1: a batch left free (:func:`~ryzen_nb.formats.block.free_batch_in_calls`).
     The dimensions before the axis only multiply into ``pre``, which Reshape then infers.
     """
@@ -114,20 +119,23 @@ class Layout:
     inner: bool
     static: bool
     padded: bool
+    single: bool = False
 
     @classmethod
     def choose(cls, shape: tuple[int | None, ...] | None, rank: int, axis: int, block: int) -> Layout:
         static = shape is not None and all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape)
+        known = [] if shape is None else [int(d) for d in shape if isinstance(d, (int, np.integer)) and d >= 0]
+        single = shape is None or all(d == 1 for d in known)
         if static:
             post = int(np.prod(shape[axis + 1 :], dtype=np.int64))
-            return cls(inner=post == 1, static=True, padded=shape[axis] % block != 0)
-        return cls(inner=axis == rank - 1, static=False, padded=True)
+            return cls(inner=post == 1, static=True, padded=shape[axis] % block != 0, single=single)
+        return cls(inner=axis == rank - 1, static=False, padded=True, single=single)
 
     @property
     def suffix(self) -> str:
         return ("_inner" if self.inner else "") + ("_padded" if self.static and self.padded else "") + (
             "" if self.static else "_dynamic"
-        )
+        ) + ("_single" if self.single else "")
 
 
 class BlockView:

@@ -73,6 +73,10 @@ class BlockFormat(NumericFormat):
 
     # -- numerics -------------------------------------------------------------------------------
     def _quantize_dequantize(self, x: np.ndarray, *, axis: int, rounding: Rounding) -> np.ndarray:
+        if x.size == 1:
+            # Quark's BFP and MX operators return a one-value tensor as it is (Layout.single): so do its
+            # models' scalar constants (PP-OCRv4's 105 MobileOne scales) and one-value activations
+            return np.array(x, dtype=np.float32)
         xb, restore = to_blocks(x, axis, self.block_size, self.sub_block_size)
         return restore(self._encode_blocks(xb, rounding)["values"])
 
@@ -125,9 +129,25 @@ class BlockFormat(NumericFormat):
         return _function_for(self, rounding, layout)
 
     def _build_function(self, rounding: Rounding, layout: Layout) -> Any:
-        fb = GraphBuilder()
-        axis = fb.op("Unsqueeze", _attribute_constant(fb, "axis", "value_int"), fb.const(np.array([0], np.int64)))
-        shape = _attribute_constant(fb, "shape", "value_ints") if layout.static else None
+        top = GraphBuilder()
+        axis = top.op("Unsqueeze", _attribute_constant(top, "axis", "value_int"), top.const(np.array([0], np.int64)))
+        shape = _attribute_constant(top, "shape", "value_ints") if layout.static else None
+        fb = GraphBuilder(prefix="blocks") if layout.single else top
+        y = self._blocks_body(fb, rounding, layout, axis, shape)
+        if layout.single:  # a one-value tensor passes unchanged, as in Quark's operators (Layout.single)
+            one = top.op("Equal", top.op("Size", "x"), top.const(np.array(1, np.int64)))
+            keep = GraphBuilder(prefix="one")
+            kept = keep.op("Identity", "x")
+            branches = [helper.make_graph(g.nodes, label, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)])
+                        for g, label, out in ((keep, "one_value", kept), (fb, "blocks", y))]
+            y = top.op("If", one, then_branch=branches[0], else_branch=branches[1])
+        top.op("Identity", y, outputs=["y"])
+        doc = f"{self.info.description}. Quantize-dequantize along attribute 'axis' (ryzen-nb, rounding {rounding.value})."
+        attributes = ["axis", "shape"] if layout.static else ["axis"]
+        return top.to_function(self.function_name(rounding, layout), ["x"], ["y"], attributes=attributes, doc=doc)
+
+    def _blocks_body(self, fb: GraphBuilder, rounding: Rounding, layout: Layout, axis: str, shape: str | None) -> str:
+        """The quantize-dequantized ``x`` of the function, built in ``fb`` (its body, or a branch of it)."""
         view = BlockView(fb, "x", axis, self.block_size, self.sub_block_size, layout, shape)
         # Route to the fast body when no block holds Inf/NaN and every |x| < 2**64 (module doc).
         # Reductions run per block first: a full reduction to a scalar runs on one thread.
@@ -150,14 +170,11 @@ class BlockFormat(NumericFormat):
                 sub.nodes, label, [], [helper.make_tensor_value_info(out, TensorProto.FLOAT, None)]
             )
         y_blocks = fb.op("If", fast_ok, then_branch=branches["fast"], else_branch=branches["exact"])
-        fb.op("Identity", view.restore(y_blocks), outputs=["y"])
-        doc = f"{self.info.description}. Quantize-dequantize along attribute 'axis' (ryzen-nb, rounding {rounding.value})."
-        attributes = ["axis", "shape"] if layout.static else ["axis"]
-        return fb.to_function(self.function_name(rounding, layout), ["x"], ["y"], attributes=attributes, doc=doc)
+        return view.restore(y_blocks)
 
     def _lower(self, b: GraphBuilder, x: str, *, rank: int, shape: Any, axis: int, rounding: Rounding) -> str:
         if rank == 0:
-            # a scalar is one block of one value, as to_blocks() views it: the function's views need an axis
+            # a scalar is one value, which the function returns as it is (Layout.single); its views need an axis
             one = b.call(self.onnx_function(rounding, Layout.choose((1,), 1, 0, self.block_size)),
                          b.op("Reshape", x, b.const(np.array([1], np.int64), hint="one")), axis=0, shape=[1])
             return b.op("Reshape", one, b.const(np.zeros(0, np.int64), hint="scalar"))

@@ -136,6 +136,10 @@ def test_stored_form_round_trips(name: str) -> None:
         kw = params_for(fmt, x, axis, per_channel=True)
         q = fmt.quantize(x, axis=axis, **kw)
         assert q.codes.shape == x.shape
+        if x.size == 1 and fmt.info.family in ("bfp", "mx"):
+            # quantize-dequantize passes one value as Quark's operators do; the stored form is its block
+            assert_same_bits(fmt.quantize_dequantize(x, axis=axis, **kw), x, f"{name} {shape}")
+            continue
         # integer codes have a single zero, so the stored form turns -0 into +0 (documented)
         assert_same_bits(q.dequantize(), fmt.quantize_dequantize(x, axis=axis, **kw), f"{name} {shape}", signed_zeros=False)
         assert q.storage_bits() > 0
@@ -143,11 +147,33 @@ def test_stored_form_round_trips(name: str) -> None:
 
 def test_dynamic_shapes_share_one_function() -> None:
     model = formats.qdq_model("MXFP4E2M1", [None, None, None], axis=1)
-    assert len(model.functions) == 1 and model.functions[0].name == "MXFP4E2M1QuantizeDequantize_dynamic"
+    assert len(model.functions) == 1 and model.functions[0].name == "MXFP4E2M1QuantizeDequantize_dynamic_single"
     rng = np.random.default_rng(3)
     for shape in [(1, 32, 5), (2, 33, 1), (4, 7, 9)]:
         x = random_tensor(rng, shape)
         assert_same_bits(run(model, x=x), formats.quantize_dequantize(x, "MXFP4E2M1", axis=1))
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if formats.get(n).info.family in ("bfp", "mx")])
+def test_one_value_passes_as_in_quarks_operators(name: str) -> None:
+    """Quark's BFP and MX operators return a tensor of one value unchanged (amd-quark 0.13,
+    custom_op_bfp.cc / custom_op_mx.cc: ``GetElementCount() == 1``). PP-OCRv4's MobileOne blocks scale
+    by 105 such constants: MX6 rounded each to 4 bits where Quark kept them, and its detector read
+    0.71 against Quark's 0.88. The check is at run time: a [batch, 1] output with a free batch passes
+    with a batch of 1 and is quantized with a batch of 2, as Quark's operator does."""
+    value = np.array([[0.94316906]], np.float32)
+    assert_same_bits(formats.quantize_dequantize(value, name, axis=1), value, name)
+    assert_same_bits(formats.quantize_dequantize(value[0, 0], name, axis=0), value[0, 0], name)  # a scalar
+    for shape in ((1, 1), (None, 1), (1, 1, 1, 1)):
+        model = formats.qdq_model(name, shape, axis=1)
+        assert model.functions[0].name.endswith("_single"), shape
+        x = value.reshape([1] * len(shape))
+        assert_same_bits(run(model, x=x), x, f"{name} {shape}")
+    two = np.array([[0.94316906], [1.900608]], np.float32)
+    quantized = formats.quantize_dequantize(two, name, axis=1)
+    assert not np.array_equal(quantized, two)  # each row is then a block of one value, rounded
+    assert_same_bits(run(formats.qdq_model(name, (None, 1), axis=1), x=two), quantized, name)
+    assert not formats.qdq_model(name, (None, 16), axis=1).functions[0].name.endswith("_single")
 
 
 def test_layout_variants_are_named_and_static_shapes_fold() -> None:
