@@ -67,13 +67,18 @@ class _Graph:
     def constant(self, name: str) -> np.ndarray | None:
         return numpy_helper.to_array(self.inits[name]) if name in self.inits else None
 
-    def add_constant(self, value: np.ndarray, name: str) -> str:
-        """A new initializer holding ``value``, under ``name`` or, if that is taken, ``name_2``..."""
+    def fresh(self, name: str) -> str:
+        """``name``, or ``name_2``, ``name_3``... if the model uses it already; reserved from now on."""
         fresh, k = name, 1
         while fresh in self.taken:
             k += 1
             fresh = f"{name}_{k}"
         self.taken.add(fresh)
+        return fresh
+
+    def add_constant(self, value: np.ndarray, name: str) -> str:
+        """A new initializer holding ``value``, named after ``name`` (:meth:`fresh`)."""
+        fresh = self.fresh(name)
         self.model.graph.initializer.append(numpy_helper.from_array(value, fresh))
         return fresh
 
@@ -98,7 +103,7 @@ def _split_to_slices(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto] | 
             consts = [g.add_constant(np.array([value], np.int64), f"{out}_{what}")
                       for what, value in (("starts", start), ("ends", start + size), ("axes", axis), ("steps", 1))]
             slices.append(helper.make_node("Slice", [node.input[0], *consts], [out],
-                                           name=node.name if k == 0 else f"{node.name}_slice{k}"))
+                                           name=node.name if k == 0 else g.fresh(f"{node.name}_slice{k}")))
         start += size
     return slices
 
@@ -132,13 +137,8 @@ def _split_large_pool(g: _Graph, node: onnx.NodeProto) -> list[onnx.NodeProto] |
     (kh1, kh2), (kw1, kw2) = _largest_factors(shape[2]), _largest_factors(shape[3])
     if kh1 * kw1 > LARGE_POOL or kh2 * kw2 > LARGE_POOL:
         return None  # still too large after one split (as Quark, one split only)
-    tiles = f"{node.input[0]}_pooled_{kh1}x{kw1}"
-    k = 1
-    while tiles in g.taken:
-        k += 1
-        tiles = f"{node.input[0]}_pooled_{kh1}x{kw1}_{k}"
-    g.taken.add(tiles)
-    pool = helper.make_node("AveragePool", [node.input[0]], [tiles], name=f"{node.name or node.output[0]}_tiles",
+    tiles = g.fresh(f"{node.input[0]}_pooled_{kh1}x{kw1}")
+    pool = helper.make_node("AveragePool", [node.input[0]], [tiles], name=g.fresh(f"{node.name or node.output[0]}_tiles"),
                             kernel_shape=[kh1, kw1], strides=[kh1, kw1])
     elem = next((vi.type.tensor_type.elem_type for vi in list(g.model.graph.value_info) + list(g.model.graph.input)
                  if vi.name == node.input[0]), onnx.TensorProto.FLOAT)
