@@ -33,6 +33,7 @@ import onnx
 from onnx import helper, numpy_helper
 
 from ryzen_nb.graph.attributes import attribute
+from ryzen_nb.graph.builder import GraphBuilder
 from ryzen_nb.graph.checks import all_names, outer_scope_reads
 
 __all__ = ["NPU_FORMS", "LARGE_POOL", "apply_npu_forms"]
@@ -62,19 +63,14 @@ class _Graph:
     model: onnx.ModelProto
     inits: dict[str, onnx.TensorProto]
     shapes: dict[str, list[int | None]]
-    taken: set[str]
+    names: GraphBuilder  #: its unique() hands out names the model does not use yet
 
     def constant(self, name: str) -> np.ndarray | None:
         return numpy_helper.to_array(self.inits[name]) if name in self.inits else None
 
     def fresh(self, name: str) -> str:
         """``name``, or ``name_2``, ``name_3``... if the model uses it already; reserved from now on."""
-        fresh, k = name, 1
-        while fresh in self.taken:
-            k += 1
-            fresh = f"{name}_{k}"
-        self.taken.add(fresh)
-        return fresh
+        return self.names.unique(name)
 
     def add_constant(self, value: np.ndarray, name: str) -> str:
         """A new initializer holding ``value``, named after ``name`` (:meth:`fresh`)."""
@@ -188,11 +184,11 @@ def apply_npu_forms(m: onnx.ModelProto, forms: Collection[str], may_rewrite: Cal
     place, to each node ``may_rewrite`` accepts (the nodes the config quantizes, as Quark's
     ``should_quantize_node``). Returns one note per kind of rewrite done."""
     notes: list[str] = []
-    taken = all_names(m)
+    names = GraphBuilder(reserved=all_names(m))
     for option, (op_type, rewrite, label) in NPU_FORMS.items():
         if option not in forms:
             continue
-        g = _Graph(m, {t.name: t for t in m.graph.initializer}, _shapes(m), taken)
+        g = _Graph(m, {t.name: t for t in m.graph.initializer}, _shapes(m), names)
         done: list[str] = []
         nodes: list[onnx.NodeProto] = []
         replaced_inputs: set[str] = set()
