@@ -1,17 +1,26 @@
-"""Cross-layer equalization (Nagel et al. 2019, "Data-Free Quantization", §4.1; Quark's CLE).
+"""Cross-layer equalization (Nagel et al. 2019, "Data-Free Quantization", §4.1), as AMD Quark does it.
 
 Per-tensor quantization fails when one output channel of a layer spans a hundred times the range
-of another: the small channels round to a handful of levels. Between two layers joined by a
-positively homogeneous activation (ReLU, LeakyReLU, PReLU: ``f(x / s) = f(x) / s`` for ``s > 0``),
-output channel ``i`` of the first can be divided by ``s_i`` and input channel ``i`` of the second
-multiplied by it without changing what the network computes. Choosing
-``s_i = sqrt(r1_i / r2_i)`` — ``r1_i`` the range of the head's output channel, ``r2_i`` of the
-tail's input channel — gives both the same range ``sqrt(r1_i r2_i)``.
+of another: the small channels round to a handful of levels. Between two layers joined by
+positively homogeneous operators (ReLU, LeakyReLU, PReLU, a Pad with zeros, a ReduceMean over the
+image: ``f(x / s) = f(x) / s`` for ``s > 0``), output channel ``i`` of the first can be divided by
+``s_i`` and input channel ``i`` of the second multiplied by it without changing what the network
+computes. Choosing ``s_i = sqrt(r1_i / r2_i)`` — ``r1_i`` the range of the head's output channel,
+``r2_i`` of the tail's input channel — gives both the same range ``sqrt(r1_i r2_i)``.
 
-Pairs: Conv (group 1 or depthwise), Gemm and MatMul with constant weights, head -> [activation]
+Pairs: Conv (group 1 or depthwise), Gemm and MatMul with constant weights, head -> [those operators]
 -> tail, each intermediate tensor read by nothing else. ``Clip(0, 6)`` is not homogeneous; with
 ``replace_clip6=True`` (Quark's ReplaceClip6Relu) it becomes a ReLU first, which changes the model
 wherever activations pass 6.
+
+The rest follows Quark 0.13's ``equalization.py`` (tests/compat/test_cle_vs_quark.py checks the weights
+against Quark's own): a head's bias counts in its ranges divided by a shrink factor; a Conv -> Relu ->
+depthwise Conv -> Relu -> pointwise Conv is also equalized as one triplet; the groups run in Quark's
+order. Where Quark's CLE does nothing or gets a model wrong, ryzen-nb departs: a Conv without a
+``group`` attribute (group 1 by default) is equalized, a MatMul too; a Pad that adds channels or
+non-zero values, a ReduceMean over the channels, a grouped Conv that is not depthwise and a weight
+that two layers share end the search; Quark's adaptive sweeps (``steps=-1``) stop on the mean change of
+every weight, ryzen-nb's on the largest mean change of one group's scales.
 """
 
 from __future__ import annotations
@@ -39,23 +48,28 @@ class CLEReport:
     """What equalization did: the pairs, how many sweeps, and how much the scales moved."""
 
     pairs: list[tuple[str, str]] = field(default_factory=list)  #: (head node, tail node)
+    #: (Conv, depthwise Conv, pointwise Conv) joined by Relus, equalized together (Quark's three-layer step)
+    triplets: list[tuple[str, str, str]] = field(default_factory=list)
     sweeps: int = 0
     replaced_clips: list[str] = field(default_factory=list)
-    #: per pair: max over channels of max(range) / min(range) of the head's output channels, before / after
+    #: per pair, then per triplet: max over channels of max(range) / min(range) of the first layer's output
+    #: channels, before / after
     spread_before: list[float] = field(default_factory=list)
     spread_after: list[float] = field(default_factory=list)
 
     def table(self) -> Any:
         import pandas as pd
 
-        return pd.DataFrame({"head": [p[0] for p in self.pairs], "tail": [p[1] for p in self.pairs],
-                             "channel range spread before": self.spread_before,
+        groups = [(h, "", t) for h, t in self.pairs] + list(self.triplets)
+        return pd.DataFrame({"head": [g[0] for g in groups], "depthwise": [g[1] for g in groups],
+                             "tail": [g[2] for g in groups], "channel range spread before": self.spread_before,
                              "after": self.spread_after})
 
     def __repr__(self) -> str:
-        return (f"<CLEReport: {len(self.pairs)} layer pair(s) equalized in {self.sweeps} sweep(s)"
+        return (f"<CLEReport: {len(self.pairs)} layer pair(s)"
+                + (f" and {len(self.triplets)} Conv-depthwise-pointwise triplet(s)" if self.triplets else "")
+                + f" equalized in {self.sweeps} sweep(s)"
                 + (f", {len(self.replaced_clips)} Clip(0, 6) -> Relu" if self.replaced_clips else "") + ">")
-
 
 
 def replace_clip6_with_relu(model: onnx.ModelProto, exclude: set[str] = frozenset()) -> list[str]:
@@ -106,36 +120,94 @@ def _layer(node: onnx.NodeProto, inits: dict[str, onnx.TensorProto]) -> _Layer |
     return _Layer(node, w.name, None, 1, 0)  # MatMul [K, N]
 
 
-def _pairs(model: onnx.ModelProto, exclude: set[str]) -> list[tuple[_Layer, onnx.NodeProto | None, _Layer]]:
-    graph = model.graph
-    inits = {t.name: t for t in graph.initializer}
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
-    outputs = {o.name for o in graph.output}
-    used = {name: len(consumers.get(name, [])) for name in inits}
-    pairs = []
-    for node in graph.node:
-        head = _layer(node, inits)
-        if head is None or node.name in exclude or used[head.weight] != 1 or (head.bias and used[head.bias] != 1):
-            continue
-        t = node.output[0]
-        users = consumers.get(t, [])
-        act = None
-        if len(users) == 1 and users[0].op_type in HOMOGENEOUS and t not in outputs:
-            act = users[0]
-            if act.op_type == "PRelu" and (len(act.input) < 2 or act.input[1] not in inits):
+def _channel_scale_passes(node: onnx.NodeProto, rank: int | None, consts: dict[str, np.ndarray]) -> tuple[bool, int | None]:
+    """Whether a positive scale per channel passes through ``node`` unchanged (``f(x / s) = f(x) / s``), and
+    the rank of its output. ``rank``: its input's, with channels on axis 1 (a Conv's output);
+    None where only the activations of :data:`HOMOGENEOUS` are known to pass (a Gemm's or MatMul's output).
+    Quark's pairs cross Relu, LeakyRelu, Pad and ReduceMean; ryzen-nb also checks that a Pad adds only
+    zeros and no channel, and that a ReduceMean keeps the channels."""
+    if node.op_type in HOMOGENEOUS:
+        return node.op_type != "PRelu" or (len(node.input) > 1 and node.input[1] in consts), rank
+    if rank is None or rank < 2:
+        return False, None
+    if node.op_type == "Pad":
+        pads = consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else attribute(node, "pads")
+        value = consts.get(node.input[2]) if len(node.input) > 2 and node.input[2] else attribute(node, "value", 0.0)
+        mode = attribute(node, "mode", "constant")
+        if pads is None or value is None or (len(node.input) > 3 and node.input[3]) or mode not in ("constant", b"constant"):
+            return False, None
+        pads = np.asarray(pads).ravel()
+        untouched = len(pads) == 2 * rank and not pads[[0, 1, rank, rank + 1]].any()
+        return untouched and not np.any(value), rank
+    if node.op_type == "ReduceMean":
+        axes = consts.get(node.input[1]) if len(node.input) > 1 and node.input[1] else attribute(node, "axes")
+        if axes is None or not len(axes := {int(a) % rank for a in np.ravel(axes)}) or axes & {0, 1}:
+            return False, None
+        return True, rank if attribute(node, "keepdims", 1) else rank - len(axes)
+    return False, None
+
+
+class _Graph:
+    """What the search for equalizable layers reads: initializers, each tensor's readers, graph outputs."""
+
+    def __init__(self, model: onnx.ModelProto, exclude: set[str]) -> None:
+        self.inits = {t.name: t for t in model.graph.initializer}
+        self.consts = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer if len(t.dims) <= 1}
+        self.consumers: dict[str, list[onnx.NodeProto]] = {}
+        for node in model.graph.node:
+            for name in node.input:
+                self.consumers.setdefault(name, []).append(node)
+        self.outputs = {o.name for o in model.graph.output}
+        self.exclude = exclude
+
+    def layer(self, node: onnx.NodeProto) -> _Layer | None:
+        """``node`` as a layer CLE may rescale: equalizable, not excluded, weight and bias its own."""
+        found = _layer(node, self.inits)
+        if found is None or node.name in self.exclude or len(self.consumers[found.weight]) != 1:
+            return None
+        return None if found.bias and len(self.consumers[found.bias]) != 1 else found
+
+    def next_layer(self, head: _Layer, through: set[str] | None = None) -> _Layer | None:
+        """The layer that alone reads ``head``'s output, across ops a channel scale passes (``through``:
+        only these op types), each read by nothing else; None when there is none."""
+        t = head.node.output[0]
+        rank = len(self.inits[head.weight].dims) if head.node.op_type == "Conv" else None
+        while t not in self.outputs and len(users := self.consumers.get(t, [])) == 1:
+            user = users[0]
+            if user.input[0] != t:
+                return None
+            if user.op_type in (through if through is not None else HOMOGENEOUS | {"Pad", "ReduceMean"}):
+                passes, rank = _channel_scale_passes(user, rank, self.consts)
+                if not passes:
+                    return None
+                t = user.output[0]
                 continue
-            t = act.output[0]
-            users = consumers.get(t, [])
-        if len(users) != 1 or t in outputs or node.output[0] in outputs:
+            return self.layer(user)
+        return None
+
+
+def _groups(model: onnx.ModelProto, exclude: set[str]) -> list[tuple[_Layer, ...]]:
+    """The layer pairs (head, tail) and Conv -> depthwise -> pointwise triplets to equalize, in Quark's order.
+
+    As Quark (``get_cle_pattern_pair``): each layer heads at most one pair and one triplet; the triplet's
+    three Convs are joined by Relus only; groups run in the order of their head in the graph, a head's
+    pair before its triplet, and the first group once more at the end (Quark's sort puts it at both ends).
+    """
+    g = _Graph(model, exclude)
+    groups: list[tuple[_Layer, ...]] = []
+    for node in model.graph.node:
+        head = g.layer(node)
+        if head is None:
             continue
-        tail = _layer(users[0], inits)
-        if tail is None or users[0].name in exclude or used[tail.weight] != 1 or users[0].input[0] != t:
-            continue
-        pairs.append((head, act, tail))
-    return pairs
+        tail = g.next_layer(head)
+        if tail is not None:
+            groups.append((head, tail))
+        if node.op_type == "Conv" and not head.depthwise:
+            dw = g.next_layer(head, through={"Relu"})
+            pw = g.next_layer(dw, through={"Relu"}) if dw is not None and dw.depthwise else None
+            if pw is not None and pw.node.op_type == "Conv" and not pw.depthwise:
+                groups.append((head, dw, pw))
+    return groups + groups[:1]
 
 
 def _channel_view(w: np.ndarray, axis: int) -> np.ndarray:
@@ -154,11 +226,12 @@ def cross_layer_equalize(model: onnx.ModelProto, *, steps: int = 1, balance_meth
                          replace_clip6: bool = False, exclude: list[str] | tuple[str, ...] = ()) -> tuple[onnx.ModelProto, CLEReport]:
     """Equalize the weight ranges of consecutive layers of a float model; returns a copy and a report.
 
-    ``steps``: sweeps over all pairs (``-1``: until no scale moves by more than
-    ``total_layer_diff_threshold``, at most 100). ``balance_method``: "max" or "avg" of
-    ``|w|`` per channel. Channels whose two ranges sum below ``weight_threshold`` are left alone
-    when ``scale_use_threshold`` (their quantization is governed by other channels anyway).
-    ``scale_append_bias``: the head's bias counts in its channel ranges (it is divided too).
+    ``steps``: sweeps over all pairs and triplets (``-1``: until no group's scales move by more than
+    ``total_layer_diff_threshold`` on average, at most 100). ``balance_method``: "max" or "avg" of
+    ``|w|`` per channel (Quark reads "max" whatever it is given). Channels whose two ranges sum below
+    ``weight_threshold`` are left alone when ``scale_use_threshold`` (their quantization is governed by
+    other channels anyway). ``scale_append_bias``: the head's bias, shrunk as Quark shrinks it, counts in
+    its channel ranges (it is divided too). Triplets use neither the threshold nor the bias, as in Quark.
 
     >>> equalized, report = cross_layer_equalize(model)   # doctest: +SKIP
     """
@@ -171,39 +244,100 @@ def cross_layer_equalize(model: onnx.ModelProto, *, steps: int = 1, balance_meth
     report = CLEReport()
     if replace_clip6:
         report.replaced_clips = replace_clip6_with_relu(m, set(exclude))
-    pairs = _pairs(m, set(exclude))
+    groups = _groups(m, set(exclude))
+    distinct = groups[:-1]  # the first group runs twice a sweep, as in Quark
     inits = {t.name: t for t in m.graph.initializer}
     values = {t.name: numpy_helper.to_array(t).astype(np.float64) for t in m.graph.initializer}
-    report.pairs = [(h.node.name, t.node.name) for h, _, t in pairs]
-    report.spread_before = [_spread(_range(_channel_view(values[h.weight], h.out_axis), "max")) for h, _, _ in pairs]
+    report.pairs = [(g[0].node.name, g[1].node.name) for g in distinct if len(g) == 2]
+    report.triplets = [(g[0].node.name, g[1].node.name, g[2].node.name) for g in distinct if len(g) == 3]
+    ordered = [g for g in distinct if len(g) == 2] + [g for g in distinct if len(g) == 3]  # the report's order
+    report.spread_before = [_spread(_range(_channel_view(values[g[0].weight], g[0].out_axis), "max")) for g in ordered]
     sweeps = steps if steps > 0 else 100
     for sweep in range(sweeps):
         moved = 0.0
-        for head, _act, tail in pairs:
-            hw = _channel_view(values[head.weight], head.out_axis)
-            if scale_append_bias and head.bias is not None:
-                b = values[head.bias].reshape(-1, 1)
-                b = np.where((hw != 0).any(axis=1, keepdims=True), b, 0.0)  # a dead channel's bias does not count
-                hw = np.concatenate([hw, b], axis=1)
-            tw = _channel_view(values[tail.weight], tail.in_axis)
-            r0, r1 = _range(hw, balance_method), _range(tw, balance_method)
-            geo = np.sqrt(r0 * r1)
-            scale = np.where(geo != 0, r1 / np.where(geo != 0, geo, 1.0), 1.0)  # = sqrt(r1 / r0)
-            if scale_use_threshold:
-                scale = np.where(np.abs(hw).max(axis=1) + np.abs(tw).max(axis=1) < weight_threshold, 1.0, scale)
-            moved = max(moved, float(np.abs(scale - 1.0).mean()) if scale.size else 0.0)
-            _scale_axis(values, head.weight, head.out_axis, scale)
-            if head.bias is not None:
-                values[head.bias] = values[head.bias] * scale.reshape(values[head.bias].shape)
-            _scale_axis(values, tail.weight, tail.in_axis, 1.0 / scale)
+        for group in groups:
+            if len(group) == 2:
+                scales = [_equalize_pair(values, *group, balance_method=balance_method, weight_threshold=weight_threshold,
+                                         scale_append_bias=scale_append_bias, scale_use_threshold=scale_use_threshold)]
+            else:
+                scales = _equalize_triplet(values, *group)
+            moved = max([moved] + [float(np.abs(s - 1.0).mean()) for s in scales if s.size])
         report.sweeps = sweep + 1
         if steps < 0 and moved < total_layer_diff_threshold:
             break
-    for name, arr in values.items():
-        if inits[name].data_type == onnx.TensorProto.FLOAT and any(name in (h.weight, h.bias, t.weight) for h, _, t in pairs):
-            inits[name].CopyFrom(numpy_helper.from_array(arr.astype(np.float32), name))
-    report.spread_after = [_spread(_range(_channel_view(values[h.weight], h.out_axis), "max")) for h, _, _ in pairs]
+    touched = {name for g in groups for layer in g for name in (layer.weight, layer.bias) if name}
+    for name in touched:
+        if inits[name].data_type == onnx.TensorProto.FLOAT:
+            inits[name].CopyFrom(numpy_helper.from_array(values[name].astype(np.float32), name))
+    report.spread_after = [_spread(_range(_channel_view(values[g[0].weight], g[0].out_axis), "max")) for g in ordered]
     return m, report
+
+
+def _equalize_pair(values: dict[str, np.ndarray], head: _Layer, tail: _Layer, *, balance_method: str,
+                   weight_threshold: float, scale_append_bias: bool, scale_use_threshold: bool) -> np.ndarray:
+    """Scale ``head``'s output channels by ``s = sqrt(r1 / r0)`` and ``tail``'s input channels by ``1 / s``
+    (``r0``, ``r1``: their ranges), in ``values``; returns ``s``."""
+    hw = _channel_view(values[head.weight], head.out_axis)
+    if scale_append_bias and head.bias is not None:
+        hw = _with_shrunk_bias(hw, values[head.bias])
+    tw = _channel_view(values[tail.weight], tail.in_axis)
+    r0, r1 = _range(hw, balance_method), _range(tw, balance_method)
+    geo = np.sqrt(r0 * r1)
+    scale = np.where(geo != 0, r1 / np.where(geo != 0, geo, 1.0), 1.0)  # = sqrt(r1 / r0)
+    if scale_use_threshold:
+        scale = np.where(np.abs(hw).max(axis=1) + np.abs(tw).max(axis=1) < weight_threshold, 1.0, scale)
+    _scale_axis(values, head.weight, head.out_axis, scale)
+    if head.bias is not None:
+        values[head.bias] = values[head.bias] * scale.reshape(values[head.bias].shape)
+    _scale_axis(values, tail.weight, tail.in_axis, 1.0 / scale)
+    return scale
+
+
+def _equalize_triplet(values: dict[str, np.ndarray], conv: _Layer, depthwise: _Layer, pointwise: _Layer) -> list[np.ndarray]:
+    """Quark's three-layer step (``_cle_set_with_depthwise_layers``): with ``m0``, ``m1``, ``m2`` the
+    largest weight per channel of the Conv's outputs, the depthwise Conv and the pointwise Conv's inputs,
+    and ``c`` their geometric mean, each becomes ``c``: the Conv is divided by ``s12 = m0 / c``, the
+    depthwise multiplied by ``s12 / s23`` with ``s23 = c / m2``, the pointwise by ``s23``. Biases are not
+    counted in the ranges; a zero range leaves its channel alone. Returns ``[s12, s23]``."""
+    m0 = np.abs(_channel_view(values[conv.weight], conv.out_axis)).max(axis=1)
+    m1 = np.abs(_channel_view(values[depthwise.weight], depthwise.out_axis)).max(axis=1)
+    m2 = np.abs(_channel_view(values[pointwise.weight], pointwise.in_axis)).max(axis=1)
+    c = np.cbrt(m0 * m1 * m2)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s12, s23 = m0 / c, c / m2
+    s12, s23 = (np.where(np.isfinite(s) & (s != 0), s, 1.0) for s in (s12, s23))
+    _scale_axis(values, conv.weight, conv.out_axis, 1.0 / s12)
+    _scale_axis(values, depthwise.weight, depthwise.out_axis, s12 / s23)
+    _scale_axis(values, pointwise.weight, pointwise.in_axis, s23)
+    for layer, s in ((conv, s12), (depthwise, s23)):
+        if layer.bias is not None:
+            values[layer.bias] = values[layer.bias] / s.reshape(values[layer.bias].shape)
+    return [s12, s23]
+
+
+def _with_shrunk_bias(w: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """The head's [channels, k] weights with its bias as one more column, divided by Quark's shrink
+    factor (``_combine_weight_and_bias`` in Quark's equalization.py), so that the channel ranges CLE
+    balances are Quark's. A bias is often tens of times a weight; counted whole it would set every
+    range, so it is shrunk by 2 to 20, more the larger the bias is against the weights (per element,
+    ``|b_i| / |w_ij|``: its median and mean pick the factor). A channel whose weights are all zero
+    counts with a zero bias; zero weights count as the channel's smallest non-zero magnitude, and
+    nothing counts as less than 1e-7."""
+    b = bias.reshape(-1, 1)
+    dead = ~(w != 0).any(axis=1, keepdims=True)
+    b = np.where(dead, 0.0, b)
+    a = np.abs(w)
+    smallest = np.where(a > 0, a, np.inf).min(axis=1, keepdims=True)
+    a = np.where(dead, 1e-7, np.where(a == 0, smallest, a))
+    a = np.maximum(a, 1e-7)
+    factor = np.abs(b) / a
+    median, mean = float(np.median(factor)), float(factor.mean())
+    b_max = float(np.abs(bias).max())
+    if b_max < 10 and b_max / float(a.max()) < 20:
+        shrink = 5 if median > 100 or mean > 1000 else 2
+    else:
+        shrink = 20 if median > 30 or mean > 500 else 10 if median > 15 or mean > 100 else 5
+    return np.concatenate([w, b / shrink], axis=1)
 
 
 def _scale_axis(values: dict[str, np.ndarray], name: str, axis: int, scale: np.ndarray) -> None:

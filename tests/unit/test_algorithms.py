@@ -54,10 +54,11 @@ def test_cle_leaves_the_float_model_unchanged(separable) -> None:
     model, reference = separable
     equalized, report = cross_layer_equalize(model, steps=-1)
     assert len(report.pairs) == 4 and report.sweeps >= 1  # stem->dw, dw->pw in each block (pw->dw too)
+    assert len(report.triplets) == 2  # stem -> dw -> pw and pw -> dw -> pw, as Quark equalizes them
     assert max(report.spread_after) < max(report.spread_before) / 100  # channel ranges brought together
     np.testing.assert_allclose(outputs(equalized, HELD_OUT), reference, rtol=1e-4, atol=1e-5)
     assert onnx.checker.check_model(equalized) is None
-    assert report.table().shape[0] == 4
+    assert report.table().shape[0] == 6 and "triplet" in repr(report)
 
 
 def test_cle_restores_per_tensor_int8_on_held_out_data(separable) -> None:
