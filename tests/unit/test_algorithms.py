@@ -14,7 +14,7 @@ from ryzen_nb.algorithms import cross_layer_equalize, replace_clip6_with_relu
 from ryzen_nb.errors import ConfigError, UnknownNameError
 from ryzen_nb.graph.builder import make_model
 from ryzen_nb.testing import depthwise_cnn, random_images, resnet_cnn
-from tests.helpers import session
+from tests.helpers import run, session
 
 CALIBRATION = random_images(32, size=32, seed=1)
 HELD_OUT = random_images(48, size=32, seed=2)
@@ -108,6 +108,43 @@ def test_clip6_becomes_relu_only_when_asked() -> None:
     assert not any(".dw" == h[-3:] for h, _ in report.pairs)  # Clip(0, 6) is not homogeneous: no dw -> pw pair
     replaced = replace_clip6_with_relu(model)
     assert len(replaced) == 2 and sum(n.op_type == "Clip" for n in model.graph.node) == 0
+
+
+def _conv_between(between: list, extra_inits: dict, head_out: int = 4, tail_in: int = 4) -> onnx.ModelProto:
+    """Conv(3 -> head_out) -> ``between`` (nodes from "h" to "m") -> Conv(tail_in -> 2), channel ranges spread 1000x."""
+    rng = np.random.default_rng(3)
+    w1 = (rng.standard_normal((head_out, 3, 1, 1)) * np.geomspace(0.01, 10, head_out)[:, None, None, None]).astype(np.float32)
+    w2 = rng.standard_normal((2, tail_in, 1, 1)).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["h"], name="head", group=1), *between,
+             helper.make_node("Conv", ["m", "w2"], ["y"], name="tail", group=1)]
+    inits = {"w1": w1, "b1": np.full(head_out, 0.1, np.float32), "w2": w2, **extra_inits}
+    graph = helper.make_graph(nodes, "pair", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 4, 4])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return make_model(graph, opset=17)
+
+
+@pytest.mark.parametrize("case", ["pad zeros", "mean over the image", "pad ones", "pad channels", "mean over channels"])
+def test_cle_crosses_only_what_keeps_each_channels_scale(case: str) -> None:
+    """A zero Pad and a ReduceMean over the image pass a per-channel scale (Quark's pairs cross both); a Pad
+    of ones, a Pad that adds channels and a ReduceMean over the channels do not, and end the search (Quark
+    checks none of this and would change the model's outputs)."""
+    pads = np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)
+    relu = helper.make_node("Relu", ["h"], ["r"], name="relu")
+    between, inits, head_out, tail_in = {
+        "pad zeros": ([relu, helper.make_node("Pad", ["r", "pads"], ["m"], name="pad")], {"pads": pads}, 4, 4),
+        "mean over the image": ([relu, helper.make_node("ReduceMean", ["r"], ["m"], name="mean", axes=[2, 3])], {}, 4, 4),
+        "pad ones": ([relu, helper.make_node("Pad", ["r", "pads", "one"], ["m"], name="pad")],
+                     {"pads": pads, "one": np.array(1.0, np.float32)}, 4, 4),
+        "pad channels": ([relu, helper.make_node("Pad", ["r", "pads"], ["m"], name="pad")],
+                         {"pads": np.array([0, 1, 0, 0, 0, 1, 0, 0], np.int64)}, 2, 4),
+        "mean over channels": ([relu, helper.make_node("ReduceMean", ["r"], ["m"], name="mean", axes=[1])], {}, 4, 1),
+    }[case]
+    model = _conv_between(between, inits, head_out, tail_in)
+    equalized, report = cross_layer_equalize(model)
+    x = np.random.default_rng(4).standard_normal((1, 3, 4, 4)).astype(np.float32)
+    np.testing.assert_allclose(run(equalized, x=x), run(model, x=x), rtol=1e-4, atol=1e-5)
+    assert report.pairs == ([("head", "tail")] if case in ("pad zeros", "mean over the image") else [])
 
 
 # -- AdaRound / AdaQuant ----------------------------------------------------------------------------------
