@@ -81,7 +81,8 @@ def _equalize(run: QuantizationRun) -> None:
         total_layer_diff_threshold=o.total_layer_diff_threshold, replace_clip6=o.replace_clip6,
         exclude=run.settings.exclude_nodes)
     run.reports["cle"] = report
-    run.notes.append(f"cross-layer equalization: {len(report.pairs)} layer pair(s), {report.sweeps} sweep(s)")
+    triplets = f", {len(report.triplets)} Conv-depthwise-pointwise triplet(s)" if report.triplets else ""
+    run.notes.append(f"cross-layer equalization: {len(report.pairs)} layer pair(s){triplets}, {report.sweeps} sweep(s)")
 
 
 def _refuse_output_over_input(model: ModelLike, output_path: str | Path | None, calibration_data: Any) -> None:

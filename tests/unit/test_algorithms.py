@@ -71,6 +71,7 @@ def test_cle_restores_per_tensor_int8_on_held_out_data(separable) -> None:
     assert plain["cosine"] < 0.8 and plain["agreement"] < 0.5  # the baseline collapses
     assert equalized["cosine"] > 0.99 and equalized["agreement"] >= 0.95
     assert "cle" in summary.reports and any("cross-layer equalization" in n for n in summary.notes)
+    assert any("2 Conv-depthwise-pointwise triplet(s)" in n for n in summary.notes), summary.notes
 
 
 def test_cle_equalizes_gemm_chains() -> None:
