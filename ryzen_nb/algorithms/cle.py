@@ -16,7 +16,7 @@ wherever activations pass 6.
 The rest follows Quark 0.13's ``equalization.py`` (tests/compat/test_cle_vs_quark.py checks the weights
 against Quark's own): a head's bias counts in its ranges divided by a shrink factor; a Conv -> Relu ->
 depthwise Conv -> Relu -> pointwise Conv is also equalized as one triplet; the groups run in Quark's
-order. Where Quark's CLE does nothing or gets a model wrong, ryzen-nb departs: a Conv without a
+order; before them, a stem Conv read only through pools by BatchNormalizations is scaled up into them. Where Quark's CLE does nothing or gets a model wrong, ryzen-nb departs: a Conv without a
 ``group`` attribute (group 1 by default) is equalized, a MatMul too; a Pad that adds channels or
 non-zero values, a ReduceMean over the channels, a grouped Conv that is not depthwise and a weight
 that two layers share end the search; Quark's adaptive sweeps (``steps=-1``) stop on the mean change of
@@ -34,6 +34,7 @@ from onnx import numpy_helper
 
 from ryzen_nb.errors import ConfigError
 from ryzen_nb.graph.attributes import attribute
+from ryzen_nb.graph.index import ModelIndex
 from ryzen_nb.spec.operators import MAC_OPS
 
 __all__ = ["CLEReport", "cross_layer_equalize", "replace_clip6_with_relu"]
@@ -52,6 +53,11 @@ class CLEReport:
     triplets: list[tuple[str, str, str]] = field(default_factory=list)
     sweeps: int = 0
     replaced_clips: list[str] = field(default_factory=list)
+    #: the first Conv scaled up before the pairs, and the BatchNormalizations that took its scales back
+    #: (Quark 0.13's stem equalization, one entry per span of channels; None and [] when the model has no such
+    #: pattern)
+    stem: str | None = None
+    stem_batchnorms: list[str] = field(default_factory=list)
     #: per pair, then per triplet: max over channels of max(range) / min(range) of the first layer's output
     #: channels, before / after
     spread_before: list[float] = field(default_factory=list)
@@ -69,6 +75,7 @@ class CLEReport:
         return (f"<CLEReport: {len(self.pairs)} layer pair(s)"
                 + (f" and {len(self.triplets)} Conv-depthwise-pointwise triplet(s)" if self.triplets else "")
                 + f" equalized in {self.sweeps} sweep(s)"
+                + (f", stem {self.stem} scaled into {len(self.stem_batchnorms)} BatchNormalization(s)" if self.stem else "")
                 + (f", {len(self.replaced_clips)} Clip(0, 6) -> Relu" if self.replaced_clips else "") + ">")
 
 
@@ -223,7 +230,8 @@ def _range(view: np.ndarray, method: str) -> np.ndarray:
 def cross_layer_equalize(model: onnx.ModelProto, *, steps: int = 1, balance_method: str = "max",
                          weight_threshold: float = 0.5, scale_append_bias: bool = True,
                          scale_use_threshold: bool = True, total_layer_diff_threshold: float = 1.9e-7,
-                         replace_clip6: bool = False, exclude: list[str] | tuple[str, ...] = ()) -> tuple[onnx.ModelProto, CLEReport]:
+                         replace_clip6: bool = False, stem: bool = True,
+                         exclude: list[str] | tuple[str, ...] = ()) -> tuple[onnx.ModelProto, CLEReport]:
     """Equalize the weight ranges of consecutive layers of a float model; returns a copy and a report.
 
     ``steps``: sweeps over all pairs and triplets (``-1``: until no group's scales move by more than
@@ -232,6 +240,8 @@ def cross_layer_equalize(model: onnx.ModelProto, *, steps: int = 1, balance_meth
     ``weight_threshold`` are left alone when ``scale_use_threshold`` (their quantization is governed by
     other channels anyway). ``scale_append_bias``: the head's bias, shrunk as Quark shrinks it, counts in
     its channel ranges (it is divided too). Triplets use neither the threshold nor the bias, as in Quark.
+    ``stem``: first, as Quark 0.13 does with CLE, scale the first Conv's weak output channels up where
+    only BatchNormalizations read them (:func:`_equalize_stem`).
 
     >>> equalized, report = cross_layer_equalize(model)   # doctest: +SKIP
     """
@@ -244,6 +254,8 @@ def cross_layer_equalize(model: onnx.ModelProto, *, steps: int = 1, balance_meth
     report = CLEReport()
     if replace_clip6:
         report.replaced_clips = replace_clip6_with_relu(m, set(exclude))
+    if stem:
+        report.stem, report.stem_batchnorms = _equalize_stem(m, set(exclude))
     groups = _groups(m, set(exclude))
     distinct = groups[:-1]  # the first group runs twice a sweep, as in Quark
     inits = {t.name: t for t in m.graph.initializer}
@@ -271,6 +283,87 @@ def cross_layer_equalize(model: onnx.ModelProto, *, steps: int = 1, balance_meth
             inits[name].CopyFrom(numpy_helper.from_array(values[name].astype(np.float32), name))
     report.spread_after = [_spread(_range(_channel_view(values[g[0].weight], g[0].out_axis), "max")) for g in ordered]
     return m, report
+
+
+#: operators a positive per-channel scale passes on the way from the stem to a BatchNormalization (Quark's
+#: _STEM_HOMOGENEOUS_OPS; Pad with zeros and Concat along the channels too)
+_STEM_PASS = {"Relu", "MaxPool", "AveragePool", "GlobalAveragePool", "Identity"}
+_STEM_LIMIT = 16.0  #: the largest factor a stem channel is scaled up by (Quark's _CLAMP)
+_STEM_LIVE = 1e-6  #: channels whose largest weight is below this are left alone (Quark's _LIVE_EPS)
+
+
+def _equalize_stem(m: onnx.ModelProto, exclude: set[str]) -> tuple[str | None, list[str]]:
+    """Quark 0.13's stem equalization (``stem_equalize_transforms``), in place: the first Conv (group 1)
+    fed by a graph input, when every path from its output reaches BatchNormalizations through
+    :data:`_STEM_PASS`, zero Pads and Concats along the channels, has each output channel scaled up by
+    ``clip(largest / its own largest weight, 1, 16)`` (its bias too), and each BatchNormalization takes the
+    scale back (``gamma / s``, ``mean * s``) over the channels the stem's output lands on. The float
+    model computes the same; the stem's weak channels get more of its per-tensor grid. Pair CLE cannot
+    do this: a BatchNormalization is not a layer it pairs. Returns the stem's and the BatchNormalizations'
+    names, or (None, []) when the pattern is not there (any other reader, an unknown Concat offset)."""
+    graph = m.graph
+    inits = {t.name: t for t in graph.initializer}
+    inputs = {i.name for i in graph.input} - set(inits)
+    stem = next((n for n in graph.node if n.op_type == "Conv" and n.name not in exclude and int(attribute(n, "group", 1)) == 1
+                 and any(x in inputs for x in n.input) and len(n.input) > 1 and n.input[1] in inits), None)
+    if stem is None:
+        return None, []
+    consumers: dict[str, list[onnx.NodeProto]] = {}
+    for node in graph.node:
+        for name in node.input:
+            consumers.setdefault(name, []).append(node)
+    shapes = ModelIndex(m).static_shapes
+    consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer if len(t.dims) <= 1}
+    cout = int(inits[stem.input[1]].dims[0])
+    found: dict[tuple[str, int], onnx.NodeProto] = {}
+    queue, seen = [(stem.output[0], 0)], set()
+    while queue:
+        tensor, offset = queue.pop(0)
+        for node in consumers.get(tensor, []):
+            if (node.name, tensor, offset) in seen:
+                continue
+            seen.add((node.name, tensor, offset))
+            if node.op_type == "BatchNormalization":
+                gamma = inits.get(node.input[1])
+                if gamma is None or any(n not in inits for n in node.input[1:5]) or gamma.dims[0] < offset + cout:
+                    return None, []
+                found[(node.name, offset)] = node
+                continue
+            delta = 0
+            if node.op_type == "Pad":
+                passes, _ = _channel_scale_passes(node, len(shapes.get(tensor, [])) or None, consts)
+                if not passes:
+                    return None, []
+            elif node.op_type == "Concat":
+                if attribute(node, "axis", 1) != 1 or any(x not in shapes for x in node.input[:list(node.input).index(tensor)]):
+                    return None, []
+                delta = sum(shapes[x][1] for x in node.input[:list(node.input).index(tensor)])
+            elif node.op_type not in _STEM_PASS or node.input[0] != tensor:
+                return None, []
+            queue.extend((out, offset + delta) for out in node.output)
+    if not found:
+        return None, []
+    w = numpy_helper.to_array(inits[stem.input[1]]).astype(np.float32)
+    absmax = np.abs(w).reshape(cout, -1).max(axis=1)
+    live = absmax > _STEM_LIVE
+    if not live.any():
+        return None, []
+    scale = np.ones(cout, np.float32)
+    scale[live] = np.clip(absmax[live].max() / absmax[live], 1.0, _STEM_LIMIT)
+    _replace(inits[stem.input[1]], w * scale.reshape(-1, *[1] * (w.ndim - 1)))
+    if len(stem.input) > 2 and stem.input[2] in inits:
+        _replace(inits[stem.input[2]], numpy_helper.to_array(inits[stem.input[2]]).astype(np.float32) * scale)
+    for (_, offset), bn in found.items():
+        span = slice(offset, offset + cout)
+        for name, apply in ((bn.input[1], np.divide), (bn.input[3], np.multiply)):  # gamma / s, mean * s
+            v = numpy_helper.to_array(inits[name]).astype(np.float32).copy()
+            v[span] = apply(v[span], scale)
+            _replace(inits[name], v)
+    return stem.name, [bn.name for bn in found.values()]
+
+
+def _replace(tensor: onnx.TensorProto, value: np.ndarray) -> None:
+    tensor.CopyFrom(numpy_helper.from_array(value.astype(np.float32), tensor.name))
 
 
 def _equalize_pair(values: dict[str, np.ndarray], head: _Layer, tail: _Layer, *, balance_method: str,

@@ -1,8 +1,9 @@
-"""Writes quark_cle.onnx and quark_cle.npz: a small float model with every layer pattern AMD Quark 0.13's
-cross-layer equalization handles, and the weights Quark's own CLE (``cle_transforms`` in
-``quark.onnx.algorithm.cle.equalization``, with the defaults of its legacy configs: balance "max", weight
-threshold 0.5, the bias appended to the head's ranges, the threshold used) gives it after one and after two
-sweeps, for tests/compat/test_cle_vs_quark.py. Run where amd-quark is installed (ryzen-nb never imports it):
+"""Writes quark_cle_patterns.onnx, quark_cle_stem.onnx and quark_cle.npz: two small float models with every
+layer pattern AMD Quark 0.13's cross-layer equalization handles, and the weights Quark's own CLE gives them
+(``stem_equalize_transforms`` then ``cle_transforms`` in ``quark.onnx.algorithm.cle.equalization``, as
+``include_cle`` runs them, with the defaults of its legacy configs: balance "max", weight threshold 0.5,
+the bias appended to the head's ranges, the threshold used) after one and after two sweeps, for
+tests/compat/test_cle_vs_quark.py. Run where amd-quark is installed (ryzen-nb never imports it):
 ``python tests/compat/data/make_quark_cle.py``.
 
 The model (1x3x8x8 input): a Conv whose bias is large against its weights (Quark's bias shrink factors of
@@ -19,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
-from quark.onnx.algorithm.cle.equalization import cle_transforms
+from quark.onnx.algorithm.cle.equalization import cle_transforms, stem_equalize_transforms
 
 HERE = Path(__file__).parent
 
@@ -69,17 +70,57 @@ def model() -> onnx.ModelProto:
     return m
 
 
+def stem_model() -> onnx.ModelProto:
+    """Quark 0.13's stem equalization: a stem Conv (3 -> 8, output channels over four decades) -> Relu, read
+    by a MaxPool and an AveragePool, joined by a Concat (16 channels) -> BatchNormalization -> Relu -> Conv ->
+    Relu -> Conv. The stem's channels land on the BatchNormalization at offsets 0 and 8."""
+    rng = np.random.default_rng(12)
+    stem = (rng.standard_normal((8, 3, 3, 3)) * np.geomspace(0.01, 1, 8)[:, None, None, None]).astype(np.float32)
+    inits = {"stem.w": stem, "stem.b": (rng.standard_normal(8) * 0.1).astype(np.float32),
+             "bn.gamma": rng.uniform(0.5, 2, 16).astype(np.float32), "bn.beta": rng.standard_normal(16).astype(np.float32),
+             "bn.mean": rng.standard_normal(16).astype(np.float32), "bn.var": rng.uniform(0.5, 2, 16).astype(np.float32),
+             "c1.w": (rng.standard_normal((8, 16, 1, 1)) * np.geomspace(0.1, 10, 8)[:, None, None, None]).astype(np.float32),
+             "c1.b": (rng.standard_normal(8) * 0.1).astype(np.float32),
+             "c2.w": rng.standard_normal((4, 8, 1, 1)).astype(np.float32)}
+    nodes = [
+        helper.make_node("Conv", ["x", "stem.w", "stem.b"], ["s"], name="stem", kernel_shape=[3, 3], pads=[1, 1, 1, 1], group=1),
+        helper.make_node("Relu", ["s"], ["sr"], name="stem.relu"),
+        helper.make_node("MaxPool", ["sr"], ["p1"], name="maxpool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("AveragePool", ["sr"], ["p2"], name="avgpool", kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Concat", ["p1", "p2"], ["cat"], name="concat", axis=1),
+        helper.make_node("BatchNormalization", ["cat", "bn.gamma", "bn.beta", "bn.mean", "bn.var"], ["bn"], name="bn"),
+        helper.make_node("Relu", ["bn"], ["bnr"], name="bn.relu"),
+        helper.make_node("Conv", ["bnr", "c1.w", "c1.b"], ["c1"], name="c1", kernel_shape=[1, 1], group=1),
+        helper.make_node("Relu", ["c1"], ["c1r"], name="c1.relu"),
+        helper.make_node("Conv", ["c1r", "c2.w"], ["y"], name="c2", kernel_shape=[1, 1], group=1),
+    ]
+    graph = helper.make_graph(nodes, "stem", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [1, 4, 4, 4])],
+                              [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    m = onnx.shape_inference.infer_shapes(m)  # Quark reads the Concat's offsets from the declared shapes
+    onnx.checker.check_model(m)
+    return m
+
+
+def equalized(m: onnx.ModelProto, steps: int, stem: bool) -> onnx.ModelProto:
+    """What Quark's include_cle does (``apply_pre_quantization_algorithms``): stem equalization, then CLE."""
+    copy = onnx.ModelProto()
+    copy.CopyFrom(m)
+    if stem:
+        copy = stem_equalize_transforms(copy, ["Conv", "Gemm"], [], [])
+    return cle_transforms(copy, ["Conv", "Gemm"], [], [], cle_steps=steps, cle_balance_method="max",
+                          cle_weight_threshold=0.5, cle_scale_append_bias=True, cle_scale_use_threshold=True)
+
+
 def main() -> None:
-    m = model()
-    onnx.save(m, HERE / "quark_cle.onnx")
     out = {}
-    for steps in (1, 2):
-        copy = onnx.ModelProto()
-        copy.CopyFrom(m)
-        equalized = cle_transforms(copy, ["Conv", "Gemm"], [], [], cle_steps=steps, cle_balance_method="max",
-                                   cle_weight_threshold=0.5, cle_scale_append_bias=True, cle_scale_use_threshold=True)
-        for t in equalized.graph.initializer:
-            out[f"steps{steps}/{t.name}"] = numpy_helper.to_array(t)
+    for label, m in (("patterns", model()), ("stem", stem_model())):
+        onnx.save(m, HERE / f"quark_cle_{label}.onnx")
+        for steps in (1, 2):
+            for t in equalized(m, steps, stem=True).graph.initializer:
+                out[f"{label}/steps{steps}/{t.name}"] = numpy_helper.to_array(t)
     np.savez_compressed(HERE / "quark_cle.npz", **out)
 
 
