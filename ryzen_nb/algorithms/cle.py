@@ -312,6 +312,13 @@ def _equalize_stem(m: onnx.ModelProto, exclude: set[str]) -> tuple[str | None, l
     for node in graph.node:
         for name in node.input:
             consumers.setdefault(name, []).append(node)
+
+    def own(names: list[str]) -> bool:  # float32 constants only this node reads (Quark does not check)
+        return all(n in inits and inits[n].data_type == onnx.TensorProto.FLOAT and len(consumers[n]) == 1 for n in names)
+
+    if not own([x for x in stem.input[1:3] if x]):
+        return None, []
+    outputs = {o.name for o in graph.output}
     shapes = ModelIndex(m).static_shapes
     consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer if len(t.dims) <= 1}
     cout = int(inits[stem.input[1]].dims[0])
@@ -319,15 +326,18 @@ def _equalize_stem(m: onnx.ModelProto, exclude: set[str]) -> tuple[str | None, l
     queue, seen = [(stem.output[0], 0)], set()
     while queue:
         tensor, offset = queue.pop(0)
+        if tensor in outputs:  # the model's own output would change (Quark does not check)
+            return None, []
         for node in consumers.get(tensor, []):
-            if (node.name, tensor, offset) in seen:
+            if (id(node), tensor, offset) in seen:
                 continue
-            seen.add((node.name, tensor, offset))
+            seen.add((id(node), tensor, offset))
             if node.op_type == "BatchNormalization":
                 gamma = inits.get(node.input[1])
-                if gamma is None or any(n not in inits for n in node.input[1:5]) or gamma.dims[0] < offset + cout:
+                if gamma is None or not own([node.input[1], node.input[3]]) or len(node.input) < 5 or \
+                        node.input[4] not in inits or attribute(node, "training_mode", 0) or gamma.dims[0] < offset + cout:
                     return None, []
-                found[(node.name, offset)] = node
+                found[(id(node), offset)] = node
                 continue
             delta = 0
             if node.op_type == "Pad":

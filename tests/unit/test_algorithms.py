@@ -148,6 +148,58 @@ def test_cle_crosses_only_what_keeps_each_channels_scale(case: str) -> None:
     assert report.pairs == ([("head", "tail")] if case in ("pad zeros", "mean over the image") else [])
 
 
+def _stem_net(extra: str = "") -> onnx.ModelProto:
+    """x -> stem Conv (channels over three decades) -> Relu -> MaxPool -> BatchNormalization -> Conv; ``extra``:
+    "output" also returns the Relu's output, "shared" gives a second Conv the stem's weight, "add" lets an Add
+    read the Relu's output too."""
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((4, 3, 3, 3)) * np.geomspace(0.001, 1, 4)[:, None, None, None]).astype(np.float32)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["s"], name="stem", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["s"], ["r"], name="relu"),
+             helper.make_node("MaxPool", ["r"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("BatchNormalization", ["p", "g", "beta", "mean", "var"], ["n"], name="bn"),
+             helper.make_node("Conv", ["n", "w2"], ["y"], name="tail")]
+    outputs = [helper.make_tensor_value_info("y", onnx.TensorProto.FLOAT, None)]
+    if extra == "output":
+        outputs.append(helper.make_tensor_value_info("r", onnx.TensorProto.FLOAT, None))
+    if extra == "shared":
+        nodes.append(helper.make_node("Conv", ["x", "w"], ["y2"], name="twin", pads=[1, 1, 1, 1]))
+        outputs.append(helper.make_tensor_value_info("y2", onnx.TensorProto.FLOAT, None))
+    if extra == "add":
+        nodes.append(helper.make_node("Add", ["r", "r"], ["y2"], name="add"))
+        outputs.append(helper.make_tensor_value_info("y2", onnx.TensorProto.FLOAT, None))
+    inits = {"w": w, "b": np.full(4, 0.01, np.float32), "g": rng.uniform(0.5, 2, 4).astype(np.float32),
+             "beta": rng.standard_normal(4).astype(np.float32), "mean": rng.uniform(0, 1, 4).astype(np.float32),
+             "var": rng.uniform(0.5, 2, 4).astype(np.float32), "w2": rng.standard_normal((2, 4, 1, 1)).astype(np.float32)}
+    graph = helper.make_graph(nodes, "stem", [helper.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [1, 3, 8, 8])],
+                              outputs, [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    return make_model(graph, opset=17)
+
+
+@pytest.mark.parametrize("extra", ["", "output", "shared", "add"])
+def test_stem_equalization_only_where_batchnormalizations_alone_take_the_scale_back(extra: str) -> None:
+    """Quark 0.13's stem step scales the first Conv's weak channels up (here by 16, the limit) into the
+    BatchNormalization after it; where the stem's output is also a model output, its weight is shared, or
+    another operator reads it, the float model would change, and it does nothing (Quark checks the last only)."""
+    model = _stem_net(extra)
+    equalized, report = cross_layer_equalize(model)
+    x = np.random.default_rng(6).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    s = session(model)
+    want = s.run(None, {"x": x})
+    got = session(equalized).run(None, {"x": x})
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    w = {t.name: numpy_helper.to_array(t) for t in equalized.graph.initializer}["w"]
+    if extra:
+        assert report.stem is None and np.array_equal(w, numpy_helper.to_array(model.graph.initializer[0]))
+    else:
+        assert report.stem == "stem" and report.stem_batchnorms == ["bn"] and "stem stem" in repr(report)
+        before = np.abs(numpy_helper.to_array(model.graph.initializer[0])).reshape(4, -1).max(axis=1)
+        after = np.abs(w).reshape(4, -1).max(axis=1)
+        np.testing.assert_allclose(after / before, np.clip(before.max() / before, 1, 16), rtol=1e-6)  # at most 16x
+        assert (after / before).max() == pytest.approx(16)
+
+
 # -- AdaRound / AdaQuant ----------------------------------------------------------------------------------
 def _finetuned(model, preset: str, algorithm: str, iterations: int = 40, **extra) -> ryzen_nb.QuantizationSummary:
     return _finetuned_on(model, CALIBRATION, preset, algorithm, iterations, **extra)
