@@ -301,32 +301,26 @@ def _equalize_stem(m: onnx.ModelProto, exclude: set[str]) -> tuple[str | None, l
     model computes the same; the stem's weak channels get more of its per-tensor grid. Pair CLE cannot
     do this: a BatchNormalization is not a layer it pairs. Returns the stem's and the BatchNormalizations'
     names, or (None, []) when the pattern is not there (any other reader, an unknown Concat offset)."""
-    graph = m.graph
-    inits = {t.name: t for t in graph.initializer}
-    inputs = {i.name for i in graph.input} - set(inits)
-    stem = next((n for n in graph.node if n.op_type == "Conv" and n.name not in exclude and int(attribute(n, "group", 1)) == 1
+    g = _Graph(m, exclude)
+    inits, consumers = g.inits, g.consumers
+    inputs = {i.name for i in m.graph.input} - set(inits)
+    stem = next((n for n in m.graph.node if n.op_type == "Conv" and n.name not in exclude and int(attribute(n, "group", 1)) == 1
                  and any(x in inputs for x in n.input) and len(n.input) > 1 and n.input[1] in inits), None)
     if stem is None:
         return None, []
-    consumers: dict[str, list[onnx.NodeProto]] = {}
-    for node in graph.node:
-        for name in node.input:
-            consumers.setdefault(name, []).append(node)
 
     def own(names: list[str]) -> bool:  # float32 constants only this node reads (Quark does not check)
         return all(n in inits and inits[n].data_type == onnx.TensorProto.FLOAT and len(consumers[n]) == 1 for n in names)
 
     if not own([x for x in stem.input[1:3] if x]):
         return None, []
-    outputs = {o.name for o in graph.output}
     shapes = ModelIndex(m).static_shapes
-    consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer if len(t.dims) <= 1}
     cout = int(inits[stem.input[1]].dims[0])
     found: dict[tuple[str, int], onnx.NodeProto] = {}
     queue, seen = [(stem.output[0], 0)], set()
     while queue:
         tensor, offset = queue.pop(0)
-        if tensor in outputs:  # the model's own output would change (Quark does not check)
+        if tensor in g.outputs:  # the model's own output would change (Quark does not check)
             return None, []
         for node in consumers.get(tensor, []):
             if (id(node), tensor, offset) in seen:
@@ -341,7 +335,7 @@ def _equalize_stem(m: onnx.ModelProto, exclude: set[str]) -> tuple[str | None, l
                 continue
             delta = 0
             if node.op_type == "Pad":
-                passes, _ = _channel_scale_passes(node, len(shapes.get(tensor, [])) or None, consts)
+                passes, _ = _channel_scale_passes(node, len(shapes.get(tensor, [])) or None, g.consts)
                 if not passes:
                     return None, []
             elif node.op_type == "Concat":
