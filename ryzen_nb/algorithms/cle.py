@@ -314,9 +314,9 @@ def _equalize_stem(m: onnx.ModelProto, exclude: set[str]) -> tuple[str | None, l
 
     if not own([x for x in stem.input[1:3] if x]):
         return None, []
-    shapes = ModelIndex(m).static_shapes
+    shapes = ModelIndex(m, infer=False).static_shapes  # the declared ones, as Quark reads (a prepared model has them)
     cout = int(inits[stem.input[1]].dims[0])
-    found: dict[tuple[str, int], onnx.NodeProto] = {}
+    found: dict[tuple[int, int], onnx.NodeProto] = {}  # (id of the BatchNormalization, channel offset)
     queue, seen = [(stem.output[0], 0)], set()
     while queue:
         tensor, offset = queue.pop(0)
@@ -339,9 +339,10 @@ def _equalize_stem(m: onnx.ModelProto, exclude: set[str]) -> tuple[str | None, l
                 if not passes:
                     return None, []
             elif node.op_type == "Concat":
-                if attribute(node, "axis", 1) != 1 or any(x not in shapes for x in node.input[:list(node.input).index(tensor)]):
+                before = node.input[:list(node.input).index(tensor)]
+                if attribute(node, "axis", 1) != 1 or any(x not in shapes for x in before):
                     return None, []
-                delta = sum(shapes[x][1] for x in node.input[:list(node.input).index(tensor)])
+                delta = sum(shapes[x][1] for x in before)
             elif node.op_type not in _STEM_PASS or node.input[0] != tensor:
                 return None, []
             queue.extend((out, offset + delta) for out in node.output)
