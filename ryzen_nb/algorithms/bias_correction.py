@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ryzen_nb.algorithms._rig import LayerRig
+from ryzen_nb.executor import limit_threads
 from ryzen_nb.quantization.run import QuantizationRun
 from ryzen_nb.spec.operators import MAC_OPS
 
@@ -35,7 +36,19 @@ class BiasCorrectionReport:
 
 
 def bias_correction(run: QuantizationRun, data_size: int = DEFAULT_DATA_SIZE) -> BiasCorrectionReport:
-    """Correct the biases of ``run``'s Conv/ConvTranspose/Gemm layers (a QuantizationRun)."""
+    """Correct the biases of ``run``'s Conv/ConvTranspose/Gemm layers (a QuantizationRun).
+
+    One thread, as in fine-tuning: layer after layer, onnxruntime runs a few nodes and numpy takes
+    the means, too little work for a second thread to gain (the benchmark's CNN and encoder: 0.99
+    and 1.17 s with onnxruntime's threads, 1.05 and 1.15 s with one), while on cores that another
+    process keeps busy their spinning threads cost a fifth to a third more (1.31 and 1.40 s,
+    against 1.00 and 1.17 s with one).
+    """
+    with limit_threads(1):
+        return _bias_correction(run, data_size)
+
+
+def _bias_correction(run: QuantizationRun, data_size: int) -> BiasCorrectionReport:
     import pandas as pd
     from tqdm.auto import tqdm
 

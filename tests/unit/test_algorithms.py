@@ -310,6 +310,36 @@ def test_bias_correction_removes_the_mean_shift(cnn) -> None:
     assert len(summary.reports["bias_correction"].table) == 10  # every Conv and the Gemm
 
 
+@pytest.mark.parametrize("algorithm", ["bias_correction", "adaround"])
+def test_layer_wise_algorithms_run_on_one_thread(cnn, monkeypatch, algorithm) -> None:
+    """Their onnxruntime sessions and numpy's BLAS use one thread while they run (on shared cores
+    the spinning pools of both cost more than a second thread gains), and the limits end with them."""
+    from threadpoolctl import threadpool_info
+
+    import ryzen_nb.graph.batching
+    import ryzen_nb.graph.segments
+    from ryzen_nb.executor import ort_threads
+
+    seen = []
+    for module in (ryzen_nb.graph.segments, ryzen_nb.graph.batching):
+        real = module.ort_session
+
+        def spy(*args, _real=real, **kwargs):
+            seen.append((ort_threads(), max((p["num_threads"] for p in threadpool_info()), default=1)))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(module, "ort_session", spy)
+    model, _ = cnn
+    if algorithm == "bias_correction":
+        qc = get_default_config("XINT8")
+        qc.extra_options["BiasCorrection"] = True
+        quantized(model, qc)
+    else:
+        _finetuned(model, "XINT8", algorithm, iterations=2)
+    assert seen and set(seen) == {(1, 1)}
+    assert ort_threads() == 0
+
+
 # -- mixed precision -------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def outlier():
