@@ -26,3 +26,15 @@ def test_algorithms_benchmark_tiny(tmp_path, capsys, monkeypatch):
     assert "Goals" in out and "not measured (Quark)" in out
     data = json.loads(js.read_text())
     assert data["quark"] == "not installed" and len(data["rows"]) == len(table)
+
+
+def test_algorithms_benchmark_times_each_run_again_on_a_loaded_machine(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("RYZEN_NB_QUARK_PYTHON", raising=False)
+    table = bench.main(["--models", "resnet", "--algorithms", "cle", "--samples", "6", "--holdout", "3",
+                        "--tools", "ryzen-nb", "--busy", "1"])
+    out = capsys.readouterr().out
+    assert (table.status == "ok").all(), table[["preset", "algorithm", "status", "error"]].to_string()
+    assert (table.busy_seconds > 0).all() and (table.loaded == table.busy_seconds / table.seconds).all()
+    goal = out[out.index("4. on a loaded machine"):]
+    assert "cle" in goal and ("met" in goal.split("cle")[1].splitlines()[0])
+    assert "no goal (the preset alone)" in goal
