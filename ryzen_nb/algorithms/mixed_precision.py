@@ -32,7 +32,7 @@ import numpy as np
 
 from ryzen_nb import formats as formats_
 from ryzen_nb.errors import ConfigError, closest_first
-from ryzen_nb.executor import Executor, SerialExecutor, get_executor
+from ryzen_nb.executor import Executor, SerialExecutor, free_threads, get_executor, limit_threads
 from ryzen_nb.graph.batching import SampleRunner
 from ryzen_nb.graph.prepare import ort_session
 from ryzen_nb.metrics import cosine, l2, sqnr
@@ -178,27 +178,30 @@ def apply_mixed_precision(run: QuantizationRun, o: MixedPrecisionOptions) -> Mix
         mode = "layer-wise"
     else:
         mode = "analysis" if o.analysis_only else "automatic"
-        evaluator = _Evaluator(run, o)
-        metrics["baseline"] = evaluator(extra)
-        chosen = list(forced)
-        try:
-            # every unit switched, first: it also calibrates whatever the switched formats need, so the
-            # single-unit evaluations (possibly in other processes, without the data reader) find it all
-            f, d = layout.assignment(sorted(set(candidates) | set(forced)))
-            metrics["all"] = evaluator({**extra, **f}, d)
-            analysis_start = time.perf_counter()
-            _measure_sensitivity(run, layout, [k for k in candidates if k not in forced], rows, evaluator, extra)
-            sensitivity_seconds = time.perf_counter() - analysis_start
-            if not o.analysis_only:
-                metrics["final"] = _greedy(run, layout, [k for k in candidates if k not in forced], rows, chosen,
-                                           evaluator, extra, o)
-        except KeyboardInterrupt:
-            interrupted = True
-            metrics.pop("all", None)
-            log.warning("mixed-precision search interrupted: keeping the %d unit(s) switched so far", len(chosen))
-        if not metrics.get("final"):
-            f, d = layout.assignment(chosen)
-            metrics["final"] = evaluator({**extra, **f}, d)
+        # hundreds of short onnxruntime calls: on cores that other processes hold, the spinning of their
+        # threads costs more than the threads gain, so they take the cores left free (all, when idle)
+        with limit_threads(free_threads()):
+            evaluator = _Evaluator(run, o)
+            metrics["baseline"] = evaluator(extra)
+            chosen = list(forced)
+            try:
+                # every unit switched, first: it also calibrates whatever the switched formats need, so the
+                # single-unit evaluations (possibly in other processes, without the data reader) find it all
+                f, d = layout.assignment(sorted(set(candidates) | set(forced)))
+                metrics["all"] = evaluator({**extra, **f}, d)
+                analysis_start = time.perf_counter()
+                _measure_sensitivity(run, layout, [k for k in candidates if k not in forced], rows, evaluator, extra)
+                sensitivity_seconds = time.perf_counter() - analysis_start
+                if not o.analysis_only:
+                    metrics["final"] = _greedy(run, layout, [k for k in candidates if k not in forced], rows, chosen,
+                                               evaluator, extra, o)
+            except KeyboardInterrupt:
+                interrupted = True
+                metrics.pop("all", None)
+                log.warning("mixed-precision search interrupted: keeping the %d unit(s) switched so far", len(chosen))
+            if not metrics.get("final"):
+                f, d = layout.assignment(chosen)
+                metrics["final"] = evaluator({**extra, **f}, d)
     formats, dual = layout.assignment(chosen)
     formats.update(extra)
     for k, row in enumerate(rows):

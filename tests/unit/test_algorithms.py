@@ -376,6 +376,32 @@ def test_automatic_mixed_precision_meets_an_l2_target(outlier) -> None:
     assert any("block0" in layers for layers in kept.layers)
 
 
+@pytest.mark.parametrize("free, threads", [(None, 0), (1, 1)])
+def test_mixed_precision_search_takes_the_cores_left_free(outlier, monkeypatch, free, threads) -> None:
+    """Its sessions use the threads free_threads() finds when it starts (None: onnxruntime's own count)."""
+    import ryzen_nb.algorithms.mixed_precision as mixed_precision
+    import ryzen_nb.graph.batching
+    from ryzen_nb.executor import ort_threads
+
+    monkeypatch.setattr(mixed_precision, "free_threads", lambda: free)
+    seen = []
+    for module in (mixed_precision, ryzen_nb.graph.batching):
+        real = module.ort_session
+
+        def spy(*args, _real=real, **kwargs):
+            seen.append(ort_threads())
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(module, "ort_session", spy)
+    model, _ = outlier
+    qc = get_default_config("A16W8")
+    qc.include_auto_mp = True
+    qc.extra_options["AutoMixprecision"] = {"ActTargetQuantType": "QInt8", "NumTarget": 1, "DataSize": 8}
+    assert quantized(model, qc).reports["mixed_precision"].switched == 1
+    assert seen and set(seen) == {threads}
+    assert ort_threads() == 0
+
+
 def test_automatic_mixed_precision_with_a_top1_target(outlier) -> None:
     model, reference = outlier
     labels = reference.argmax(1)[: 16]  # FP32's answers on the analysis samples stand in for labels

@@ -3,6 +3,11 @@ local worker processes and on a real dask.distributed LocalCluster (small models
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +15,15 @@ import pytest
 import ryzen_nb
 from ryzen_nb.errors import ConfigError, UnknownNameError
 from ryzen_nb.evaluation import pareto_figure, pareto_front
-from ryzen_nb.executor import DaskExecutor, ProcessExecutor, SerialExecutor, get_executor, ort_threads
+from ryzen_nb.executor import (
+    DaskExecutor,
+    ProcessExecutor,
+    SerialExecutor,
+    busy_cores,
+    free_threads,
+    get_executor,
+    ort_threads,
+)
 from ryzen_nb.testing import random_images, resnet_cnn
 
 distributed = pytest.importorskip("distributed")
@@ -50,6 +63,19 @@ def test_workers_get_their_share_of_the_threads() -> None:
     ort, blas = ProcessExecutor(2, threads_per_worker=1).map(_threads, [0, 1])[0]
     assert ort == 1 and blas == 1
     assert ort_threads() == 0  # this process is untouched
+
+
+def test_free_threads_leave_the_cores_another_process_holds() -> None:
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)
+        busy = busy_cores(0.3)
+        threads = free_threads(0.3)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    assert busy >= 0.7
+    assert threads is not None and threads <= max(1, (os.cpu_count() or 1) - 1)
 
 
 def test_get_executor_reads_what_users_pass(cluster) -> None:
