@@ -69,45 +69,84 @@ def limit_threads(threads: int | None) -> Iterator[None]:
         _ORT_THREADS = previous
 
 
-def _cpu_ticks() -> tuple[int, int] | None:
-    """(all, idle) CPU time of the machine in clock ticks since boot, from /proc/stat (Linux only)."""
+def _cpu_quota() -> float | None:
+    """The CPUs' worth of time a cgroup quota allows this process (a container's, Binder's), or None."""
+    for path, period_path in (("/sys/fs/cgroup/cpu.max", None),
+                              ("/sys/fs/cgroup/cpu/cpu.cfs_quota_us", "/sys/fs/cgroup/cpu/cpu.cfs_period_us")):
+        try:
+            with open(path) as f:
+                quota, *period = f.read().split()
+            if period_path:
+                with open(period_path) as f:
+                    period = f.read().split()
+            if quota not in ("max", "-1") and period:
+                return float(quota) / float(period[0])
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _usable_cpus() -> set[int] | None:
+    """The CPUs this process may run on, or None where that is not what it may use: under a CPU
+    quota below their count the machine-wide load in /proc/stat says nothing about this process."""
+    try:
+        cpus = set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # not Linux
+        return None
+    quota = _cpu_quota()
+    return None if quota is not None and quota < len(cpus) - 0.5 else cpus
+
+
+def _cpu_ticks(cpus: set[int]) -> tuple[int, int] | None:
+    """(all, idle) CPU time of ``cpus`` in clock ticks since boot, from /proc/stat."""
+    total = idle = 0
     try:
         with open("/proc/stat") as stat:
-            fields = [int(v) for v in stat.readline().split()[1:]]
+            for line in stat:
+                name, *values = line.split()
+                if not name.startswith("cpu") or name == "cpu" or int(name[3:]) not in cpus:
+                    continue
+                # user nice system idle iowait irq softirq steal [guest guest_nice: counted in user]
+                fields = [int(v) for v in values]
+                total += sum(fields[:8])
+                idle += fields[3] + (fields[4] if len(fields) > 4 else 0)
     except (OSError, ValueError):
         return None
-    # user nice system idle iowait irq softirq steal [guest guest_nice: already counted in user]
-    return sum(fields[:8]), fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return total, idle
 
 
 def busy_cores(window: float = 0.1) -> float:
-    """How many cores the machine's other processes keep busy, measured over ``window`` seconds
-    (0.0 where /proc/stat is not there to read). This process's own threads (a BLAS pool still
-    spinning after its last call) do not count."""
+    """How many of the CPUs this process may use the machine's other processes keep busy,
+    measured over ``window`` seconds; 0.0 where that cannot be read (not Linux, or a CPU quota
+    below those CPUs, as in a container). This process's own threads (a BLAS pool still spinning
+    after its last call) do not count."""
     import time
 
+    cpus = _usable_cpus()
+    if not cpus:
+        return 0.0
     own = os.times()
-    before = _cpu_ticks()
+    before = _cpu_ticks(cpus)
     time.sleep(window)
-    after = _cpu_ticks()
+    after = _cpu_ticks(cpus)
     own_after = os.times()
     if before is None or after is None or after[0] <= before[0]:
         return 0.0
     total = after[0] - before[0]
     own_ticks = (own_after.user + own_after.system - own.user - own.system) * os.sysconf("SC_CLK_TCK")
     busy = total - (after[1] - before[1]) - own_ticks
-    return max(0.0, busy / total) * (os.cpu_count() or 1)
+    return max(0.0, busy / total) * len(cpus)
 
 
 def free_threads(window: float = 0.1) -> int | None:
-    """Threads for work about to start: None (no limit) while every core is idle, else the cores
-    the other processes leave free, at least one. Where onnxruntime runs many short calls, its
-    threads spin between them: on a core another process holds that costs more than the thread
-    gains (the mixed-precision search on a CNN: 2.5 s quiet, 3.6-4.3 s with one of two cores
-    busy, 3.0 s on one thread there)."""
-    cores = os.cpu_count() or 1
-    taken = round(busy_cores(window))
-    return None if taken <= 0 else max(1, cores - taken)
+    """Threads for work about to start: None (no limit) while the CPUs this process may use are
+    idle or their load cannot be read, else the CPUs the other processes leave free, at least one.
+    Where onnxruntime runs many short calls, its threads spin between them: on a core another
+    process holds that costs more than the thread gains (the mixed-precision search on a CNN:
+    2.5 s quiet, 3.6-4.3 s with one of two cores busy, 3.0 s on one thread there)."""
+    cpus = _usable_cpus()
+    taken = round(busy_cores(window)) if cpus else 0
+    return None if taken <= 0 or not cpus else max(1, len(cpus) - taken)
 
 
 class Executor(ABC):

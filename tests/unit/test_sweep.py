@@ -78,6 +78,17 @@ def test_free_threads_leave_the_cores_another_process_holds() -> None:
     assert threads is not None and threads <= max(1, (os.cpu_count() or 1) - 1)
 
 
+def test_free_threads_leave_the_threads_alone_under_a_cpu_quota(monkeypatch) -> None:
+    """In a container with a CPU quota (Binder) /proc/stat counts the whole host's load: no limit then."""
+    import ryzen_nb.executor as executor
+
+    monkeypatch.setattr(executor, "_cpu_quota", lambda: 0.5)
+    assert executor._usable_cpus() is None
+    assert executor.busy_cores(0.01) == 0.0 and executor.free_threads(0.01) is None
+    monkeypatch.setattr(executor, "_cpu_quota", lambda: float(len(os.sched_getaffinity(0))))
+    assert executor._usable_cpus() == set(os.sched_getaffinity(0))
+
+
 def test_get_executor_reads_what_users_pass(cluster) -> None:
     assert isinstance(get_executor(None), SerialExecutor)
     assert isinstance(get_executor(1), SerialExecutor)
