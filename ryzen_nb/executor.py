@@ -28,6 +28,7 @@ import multiprocessing
 import os
 import pickle
 import sys
+import time
 from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
@@ -120,11 +121,11 @@ def busy_cores(window: float = 0.1) -> float:
     measured over ``window`` seconds; 0.0 where that cannot be read (not Linux, or a CPU quota
     below those CPUs, as in a container). This process's own threads (a BLAS pool still spinning
     after its last call) do not count."""
-    import time
-
     cpus = _usable_cpus()
-    if not cpus:
-        return 0.0
+    return _busy(cpus, window) if cpus else 0.0
+
+
+def _busy(cpus: set[int], window: float) -> float:
     own = os.times()
     before = _cpu_ticks(cpus)
     time.sleep(window)
@@ -145,8 +146,8 @@ def free_threads(window: float = 0.1) -> int | None:
     process holds that costs more than the thread gains (the mixed-precision search on a CNN:
     2.5 s quiet, 3.6-4.3 s with one of two cores busy, 3.0 s on one thread there)."""
     cpus = _usable_cpus()
-    taken = round(busy_cores(window)) if cpus else 0
-    return None if taken <= 0 or not cpus else max(1, len(cpus) - taken)
+    taken = round(_busy(cpus, window)) if cpus else 0
+    return max(1, len(cpus) - taken) if cpus and taken > 0 else None
 
 
 class Executor(ABC):

@@ -310,25 +310,31 @@ def test_bias_correction_removes_the_mean_shift(cnn) -> None:
     assert len(summary.reports["bias_correction"].table) == 10  # every Conv and the Gemm
 
 
-@pytest.mark.parametrize("algorithm", ["bias_correction", "adaround"])
-def test_layer_wise_algorithms_run_on_one_thread(cnn, monkeypatch, algorithm) -> None:
-    """Their onnxruntime sessions and numpy's BLAS use one thread while they run (on shared cores
-    the spinning pools of both cost more than a second thread gains), and the limits end with them."""
+def session_threads(monkeypatch, *modules) -> list[tuple[int, int]]:
+    """Records (onnxruntime threads, BLAS threads) in force at each ort_session call of ``modules``."""
     from threadpoolctl import threadpool_info
 
-    import ryzen_nb.graph.batching
-    import ryzen_nb.graph.segments
     from ryzen_nb.executor import ort_threads
 
-    seen = []
-    for module in (ryzen_nb.graph.segments, ryzen_nb.graph.batching):
-        real = module.ort_session
-
-        def spy(*args, _real=real, **kwargs):
+    seen: list[tuple[int, int]] = []
+    for module in modules:
+        def spy(*args, _real=module.ort_session, **kwargs):
             seen.append((ort_threads(), max((p["num_threads"] for p in threadpool_info()), default=1)))
             return _real(*args, **kwargs)
 
         monkeypatch.setattr(module, "ort_session", spy)
+    return seen
+
+
+@pytest.mark.parametrize("algorithm", ["bias_correction", "adaround"])
+def test_layer_wise_algorithms_run_on_one_thread(cnn, monkeypatch, algorithm) -> None:
+    """Their onnxruntime sessions and numpy's BLAS use one thread while they run (on shared cores
+    the spinning pools of both cost more than a second thread gains), and the limits end with them."""
+    import ryzen_nb.graph.batching
+    import ryzen_nb.graph.segments
+    from ryzen_nb.executor import ort_threads
+
+    seen = session_threads(monkeypatch, ryzen_nb.graph.segments, ryzen_nb.graph.batching)
     model, _ = cnn
     if algorithm == "bias_correction":
         qc = get_default_config("XINT8")
@@ -384,21 +390,13 @@ def test_mixed_precision_search_takes_the_cores_left_free(outlier, monkeypatch, 
     from ryzen_nb.executor import ort_threads
 
     monkeypatch.setattr(mixed_precision, "free_threads", lambda: free)
-    seen = []
-    for module in (mixed_precision, ryzen_nb.graph.batching):
-        real = module.ort_session
-
-        def spy(*args, _real=real, **kwargs):
-            seen.append(ort_threads())
-            return _real(*args, **kwargs)
-
-        monkeypatch.setattr(module, "ort_session", spy)
+    seen = session_threads(monkeypatch, mixed_precision, ryzen_nb.graph.batching)
     model, _ = outlier
     qc = get_default_config("A16W8")
     qc.include_auto_mp = True
     qc.extra_options["AutoMixprecision"] = {"ActTargetQuantType": "QInt8", "NumTarget": 1, "DataSize": 8}
     assert quantized(model, qc).reports["mixed_precision"].switched == 1
-    assert seen and set(seen) == {threads}
+    assert seen and {ort for ort, _ in seen} == {threads}
     assert ort_threads() == 0
 
 
